@@ -1,0 +1,261 @@
+"""Exact occupancy: resident blocks per SM the way the CUDA driver computes it.
+
+The rules are NVIDIA's (``cuda_occupancy.h``, which triton's wheel ships), and
+they are checked against ``cuOccupancyMaxActiveBlocksPerMultiprocessor`` on a
+real H200 (tests/data/h200_driver_occupancy.csv):
+
+* warps:     max_warps_per_sm // ceil(threads / 32); 0 when threads > 1024.
+* registers: regs * 32 rounded up to the allocation unit (256) per warp; warps
+  per sub-partition = (regs_per_sm / 4) // that; 0 when the block's registers,
+  with its warps rounded up to the 4 sub-partitions, exceed regs_per_block.
+* shared:    smem + 1 KB reserved, rounded up to 128 B, per block; the SM's
+  shared memory is the carveout (a percent of the maximum, rounded up to the
+  next supported size; None = the maximum); if one block needs more than the
+  carveout, the next size that holds it is used. 0 when a block needs more
+  than the opt-in per-block limit.
+* blocks:    the per-SM block cap.
+
+``smem`` is all shared memory of one block (static + dynamic). Kernels are
+assumed to opt in to the large per-block limit, as Triton's launcher does.
+Pure: numpy only. One vectorised implementation serves scalars and sweeps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .errors import ConfigError
+from .spec import HardwareSpec, load_spec
+
+UNLIMITED = 2**31 - 1          # a limit that does not apply (e.g. a kernel using 0 registers)
+LIMITERS = ("warps", "blocks", "registers", "shared_memory", "barriers")
+"""Order used to name one limiter when several tie: hardware caps first, since
+relaxing a resource that ties with a cap gains nothing."""
+
+
+@dataclass(frozen=True)
+class Headroom:
+    """How far registers / shared memory can move before resident blocks change.
+
+    ``*_to_lose`` is how many more units the block can take and keep its resident
+    blocks (None: no amount loses a block within the legal range);
+    ``*_to_gain`` is how many fewer it must use to gain one (None: another limit
+    binds, so no reduction helps)."""
+
+    regs_to_lose: int | None
+    regs_to_gain: int | None
+    smem_to_lose: int | None
+    smem_to_gain: int | None
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    threads: int
+    regs: int
+    smem: int
+    carveout: int | None
+    blocks_per_sm: int
+    warps_per_sm: int
+    occupancy: float               # warps_per_sm / max warps per SM
+    limiter: str                   # the binding limit (see LIMITERS); ties: all are in `limiters`
+    limiters: tuple[str, ...]
+    limits: dict[str, int]         # blocks per SM each limit alone allows (UNLIMITED if none)
+    warps_per_block: int
+    regs_per_block: int            # registers allocated to one block
+    smem_per_block: int            # shared memory allocated to one block (reserved + rounding)
+    smem_per_sm: int               # the SM's shared memory under this carveout
+    headroom: Headroom | None
+    reason: str                    # why 0 blocks fit; "" when the block fits
+
+    @property
+    def fits(self) -> bool:
+        return self.blocks_per_sm > 0
+
+    def as_dict(self) -> dict[str, Any]:
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "headroom"}
+        d["limits"] = dict(self.limits)
+        d["limiters"] = list(self.limiters)
+        d["headroom"] = None if self.headroom is None else vars(self.headroom).copy()
+        return d
+
+
+# ------------------------------------------------------------------ checks
+def check_inputs(spec: HardwareSpec, threads: int, regs: int, smem: int, carveout: int | None) -> None:
+    """Raise ConfigError for values no kernel can have (not for ones that merely do not fit)."""
+    sm = spec.sm
+    for name, value in (("threads", threads), ("regs", regs), ("smem", smem)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise ConfigError(f"{name} must be an integer, got {value!r}")
+    if not 1 <= threads <= sm.max_threads_per_block:
+        raise ConfigError(f"threads={threads} is out of range; allowed 1..{sm.max_threads_per_block}")
+    if not 0 <= regs <= sm.max_registers_per_thread:
+        raise ConfigError(f"regs={regs} is out of range; allowed 0..{sm.max_registers_per_thread} "
+                          "registers per thread")
+    if smem < 0:
+        raise ConfigError(f"smem={smem} is negative; shared memory per block is bytes >= 0")
+    if carveout is not None and (isinstance(carveout, bool) or not isinstance(carveout, (int, np.integer))
+                                 or not 0 <= carveout <= 100):
+        raise ConfigError(f"carveout={carveout!r} is out of range; allowed None (driver default) "
+                          "or a percent 0..100")
+
+
+# ------------------------------------------------------------- the rules
+def _align_carveout(spec: HardwareSpec, nbytes: np.ndarray) -> np.ndarray:
+    """Round shared-memory bytes up to the next carveout the SM supports."""
+    options = np.asarray(spec.sm.carveout_kb, dtype=np.int64) * 1024
+    idx = np.searchsorted(options, nbytes, side="left")
+    return options[np.minimum(idx, len(options) - 1)]
+
+
+def limits_arrays(spec: HardwareSpec, threads, regs, smem, carveout=None, barriers=1) -> dict[str, np.ndarray]:
+    """Blocks per SM allowed by each limit, for broadcastable integer arrays.
+
+    ``carveout`` may be None or an array with -1 meaning the driver default.
+    Returns int64 arrays: one per name in LIMITERS, plus ``resident`` (their min),
+    ``smem_per_block``, ``smem_per_sm`` and ``regs_per_block``. No validation.
+    """
+    sm = spec.sm
+    threads = np.asarray(threads, dtype=np.int64)
+    regs = np.asarray(regs, dtype=np.int64)
+    smem = np.asarray(smem, dtype=np.int64)
+    carve = np.asarray(-1 if carveout is None else carveout, dtype=np.int64)
+
+    warps_per_block = (threads + sm.warp_size - 1) // sm.warp_size
+
+    # warps
+    by_warps = np.where(threads > sm.max_threads_per_block, 0, sm.max_warps_per_sm // warps_per_block)
+
+    # registers (allocated per warp, in units; warps spread over sub-partitions)
+    unit, parts = sm.register_allocation_unit, sm.warp_allocation_granularity
+    regs_per_warp = -(-(regs * sm.warp_size) // unit) * unit
+    regs_per_block = regs_per_warp * warps_per_block
+    regs_assumed = regs_per_warp * (-(-warps_per_block // parts) * parts)
+    too_many = ((regs_assumed > sm.registers_per_block) | (regs_per_block > sm.registers_per_block)
+                | (regs > sm.max_registers_per_thread))
+    warps_per_part = (sm.registers_per_sm // parts) // np.maximum(regs_per_warp, 1)
+    by_regs = np.where(regs_per_warp > 0, (warps_per_part * parts) // warps_per_block, UNLIMITED)
+    by_regs = np.where(too_many, 0, by_regs)
+
+    # shared memory
+    sunit = sm.shared_memory_allocation_unit
+    smem_per_block = -(-(smem + sm.reserved_shared_memory_per_block) // sunit) * sunit
+    limit_per_block = sm.shared_memory_per_block_optin + sm.reserved_shared_memory_per_block
+    preference = np.where(carve < 0, sm.shared_memory_per_sm, (carve * sm.shared_memory_per_sm) // 100)
+    preference = _align_carveout(spec, preference)
+    smem_per_sm = np.where(preference >= smem_per_block, preference, _align_carveout(spec, smem_per_block))
+    by_smem = np.where(smem_per_block > 0, smem_per_sm // np.maximum(smem_per_block, 1), UNLIMITED)
+    by_smem = np.where(smem_per_block > limit_per_block, 0, by_smem)
+
+    by_blocks = np.broadcast_to(np.int64(sm.max_blocks_per_sm), by_smem.shape)
+
+    # block barriers (compute capability >= 9): a block normally uses one
+    bars = np.asarray(barriers, dtype=np.int64)
+    if spec.compute_capability[0] >= 9:
+        by_bars = np.where(bars > 0, (sm.barriers_per_block_slot * sm.max_blocks_per_sm) // np.maximum(bars, 1),
+                           UNLIMITED)
+    else:
+        by_bars = np.full_like(by_smem, UNLIMITED)
+
+    arrays = np.broadcast_arrays(by_warps, by_blocks, by_regs, by_smem, by_bars)
+    out = dict(zip(LIMITERS, (a.astype(np.int64) for a in arrays)))
+    out["resident"] = np.minimum.reduce(arrays)
+    out["smem_per_block"] = np.broadcast_to(smem_per_block, out["resident"].shape)
+    out["smem_per_sm"] = np.broadcast_to(smem_per_sm, out["resident"].shape)
+    out["regs_per_block"] = np.broadcast_to(regs_per_block, out["resident"].shape)
+    out["warps_per_block"] = np.broadcast_to(warps_per_block, out["resident"].shape)
+    return out
+
+
+def occupancy_grid(spec: HardwareSpec | str, threads, regs, smem, carveout=None) -> dict[str, np.ndarray]:
+    """Vectorised occupancy for sweeps: arrays of blocks_per_sm, warps_per_sm,
+    occupancy and limiter (an index into LIMITERS), broadcast over the inputs."""
+    spec = load_spec(spec)
+    lim = limits_arrays(spec, threads, regs, smem, carveout)
+    blocks = lim["resident"]
+    warps = blocks * lim["warps_per_block"]
+    stacked = np.stack([lim[name] for name in LIMITERS])
+    return {"blocks_per_sm": blocks, "warps_per_sm": warps,
+            "occupancy": warps / spec.sm.max_warps_per_sm,
+            "limiter": np.argmax(stacked == blocks, axis=0)}
+
+
+def _blocks(spec: HardwareSpec, threads: int, regs: int, smem: int, carveout: int | None) -> int:
+    return int(limits_arrays(spec, threads, regs, smem, carveout)["resident"])
+
+
+def _last_true(pred, lo: int, hi: int) -> int:
+    """Largest x in [lo, hi] with pred(x), given pred(lo) and pred monotone (True then False)."""
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if pred(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def headroom(spec: HardwareSpec, threads: int, regs: int, smem: int, carveout: int | None) -> Headroom:
+    """Exact headroom by bisection; resident blocks never rise with regs or smem."""
+    sm = spec.sm
+    now = _blocks(spec, threads, regs, smem, carveout)
+    max_regs, max_smem = sm.max_registers_per_thread, sm.shared_memory_per_block_optin
+
+    def lose(value: int, top: int, blocks_at) -> int | None:
+        if now == 0:
+            return None
+        last_same = _last_true(lambda x: blocks_at(x) >= now, value, top)
+        return None if last_same == top and blocks_at(top) >= now else last_same + 1 - value
+
+    def gain(value: int, blocks_at) -> int | None:
+        if value == 0 or blocks_at(0) <= now:
+            return None
+        # largest x < value that still gains a block; blocks_at(x) > now is True then False
+        return value - _last_true(lambda x: blocks_at(x) > now, 0, value)
+
+    by_regs = lambda r: _blocks(spec, threads, r, smem, carveout)  # noqa: E731
+    by_smem = lambda s: _blocks(spec, threads, regs, s, carveout)  # noqa: E731
+    return Headroom(regs_to_lose=lose(regs, max_regs, by_regs), regs_to_gain=gain(regs, by_regs),
+                    smem_to_lose=lose(smem, max_smem, by_smem), smem_to_gain=gain(smem, by_smem))
+
+
+def occupancy(spec: HardwareSpec | str, threads: int, regs: int, smem: int,
+              carveout: int | None = None, *, barriers: int = 1, with_headroom: bool = True) -> Occupancy:
+    """Resident blocks/warps per SM for one kernel launch config, as the driver computes it.
+
+    threads: threads per block (1..1024); regs: registers per thread (0..255);
+    smem: shared memory of one block, static + dynamic, bytes; carveout: None
+    for the driver default or a percent 0..100 (CU_FUNC_ATTRIBUTE_PREFERRED_
+    SHARED_MEMORY_CARVEOUT); barriers: block barriers the kernel uses.
+    """
+    spec = load_spec(spec)
+    check_inputs(spec, threads, regs, smem, carveout)
+    threads, regs, smem = int(threads), int(regs), int(smem)
+    lim = limits_arrays(spec, threads, regs, smem, carveout, barriers)
+    limits = {name: int(lim[name]) for name in LIMITERS}
+    blocks = int(lim["resident"])
+    binding = tuple(name for name in LIMITERS if limits[name] == blocks)
+    wpb = int(lim["warps_per_block"])
+    sm = spec.sm
+    reason = ""
+    if blocks == 0:
+        if limits["warps"] == 0:
+            reason = f"{threads} threads per block exceeds the {sm.max_threads_per_block} allowed"
+        elif limits["registers"] == 0:
+            reason = (f"{regs} registers x {threads} threads needs {int(lim['regs_per_block'])} registers "
+                      f"(warps rounded to {sm.warp_allocation_granularity} sub-partitions) > "
+                      f"{sm.registers_per_block} per block")
+        elif limits["shared_memory"] == 0:
+            reason = (f"shared memory {smem} B (+{sm.reserved_shared_memory_per_block} B reserved) exceeds the "
+                      f"{sm.shared_memory_per_block_optin} B per-block opt-in limit of {spec.name}")
+    return Occupancy(
+        threads=threads, regs=regs, smem=smem, carveout=carveout,
+        blocks_per_sm=blocks, warps_per_sm=blocks * wpb,
+        occupancy=blocks * wpb / sm.max_warps_per_sm,
+        limiter=binding[0], limiters=binding, limits=limits, warps_per_block=wpb,
+        regs_per_block=int(lim["regs_per_block"]), smem_per_block=int(lim["smem_per_block"]),
+        smem_per_sm=int(lim["smem_per_sm"]),
+        headroom=headroom(spec, threads, regs, smem, carveout) if with_headroom else None,
+        reason=reason)
