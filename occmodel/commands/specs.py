@@ -1,0 +1,49 @@
+"""``occmodel specs`` (list the shipped specs) and ``occmodel specs show NAME``."""
+
+from __future__ import annotations
+
+from ..report import Report, Section
+from ..spec import known_specs, load_spec
+
+
+def add_parser(subs, common) -> None:
+    p = subs.add_parser("specs", parents=[common], help="list hardware specs, or show one",
+                        description="List the hardware specs occmodel ships (one per compute capability), "
+                                    "or show every limit of one: `occmodel specs show sm_120`. "
+                                    "`--spec PATH` or `show PATH` reads your own YAML.")
+    p.add_argument("action", nargs="?", choices=("list", "show"), default="list")
+    p.add_argument("name", nargs="?", help="spec name or YAML path for `show` (default: --spec)")
+    p.set_defaults(run=run)
+
+
+def run(args) -> Report:
+    if args.action == "show":
+        return _show(load_spec(args.name or args.spec))
+    rows = []
+    for name in known_specs():
+        s = load_spec(name)
+        sm = s.sm
+        rows.append({"spec": s.name, "cc": f"{s.compute_capability[0]}.{s.compute_capability[1]}",
+                     "max_warps_per_sm": sm.max_warps_per_sm, "max_blocks_per_sm": sm.max_blocks_per_sm,
+                     "registers_per_sm": sm.registers_per_sm, "shared_memory_per_sm": sm.shared_memory_per_sm,
+                     "shared_memory_per_block_optin": sm.shared_memory_per_block_optin,
+                     "products": ", ".join(p.name for p in s.products)})
+    cols = [("spec", "spec"), ("cc", "cc"), ("max_warps_per_sm", "warps/SM"), ("max_blocks_per_sm", "blocks/SM"),
+            ("registers_per_sm", "regs/SM"), ("shared_memory_per_sm", "shared/SM (B)"),
+            ("shared_memory_per_block_optin", "shared/block opt-in (B)"), ("products", "products")]
+    return Report("specs", [Section("Hardware specs shipped with occmodel", cols, rows,
+                                    ["`occmodel specs show NAME` lists every limit and its source"])])
+
+
+def _show(spec) -> Report:
+    sm = spec.sm
+    limits = [{"field": f"sm.{k}", "value": list(v) if isinstance(v, tuple) else v}
+              for k, v in vars(sm).items()]
+    limits.insert(0, {"field": "compute_capability", "value": f"{spec.compute_capability[0]}.{spec.compute_capability[1]}"})
+    products = [vars(p).copy() for p in spec.products]
+    pcols = [("name", "product"), ("sms", "SMs"), ("memory_bandwidth_gbs", "GB/s"), ("l2_mb", "L2 (MB)"),
+             ("fp16_tensor_tflops", "fp16 tensor TFLOP/s"), ("fp32_tflops", "fp32 TFLOP/s"), ("source", "source")]
+    return Report("specs", [
+        Section(f"{spec.name}: {spec.description}", [("field", "field"), ("value", "value")], limits,
+                [f"from {spec.path}"]),
+        Section("Products (datasheet figures; leads, not measurements)", pcols, products)])

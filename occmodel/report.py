@@ -1,0 +1,110 @@
+"""Rendering: every command builds a :class:`Report` of plain data; this module
+turns it into a terminal table, markdown, JSON or CSV. Pure (no torch, no GPU).
+
+JSON is the stable machine-readable form::
+
+    {"command": "predict", "schema_version": 1, "assumptions": [...],
+     "sections": [{"title": ..., "columns": [...], "rows": [{...}, ...], "notes": [...]}]}
+
+Row values are JSON scalars keyed by the column keys; the other formats show
+the same rows with human headers.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from tabulate import tabulate
+
+FORMATS = ("table", "markdown", "json", "csv")
+SCHEMA_VERSION = 1
+
+
+@dataclass
+class Section:
+    title: str
+    columns: list[tuple[str, str]]          # (key, header)
+    rows: list[dict[str, Any]]
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Report:
+    command: str
+    sections: list[Section]
+    assumptions: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)   # JSON-only payload
+
+
+def fmt_bytes(n: int | None) -> str:
+    if n is None:
+        return "-"
+    return f"{n:,} B ({n / 1024:.1f} KB)" if n >= 1024 else f"{n} B"
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "-"
+        return f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+    if isinstance(value, int):
+        return f"{value:,}" if abs(value) >= 10000 else str(value)
+    return str(value)
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, (list, tuple)):
+        return [_json_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _json_value(v) for k, v in value.items()}
+    if hasattr(value, "item"):          # numpy scalars
+        return value.item()
+    return value
+
+
+def render(report: Report, fmt: str = "table") -> str:
+    if fmt == "json":
+        doc = {"command": report.command, "schema_version": SCHEMA_VERSION,
+               "assumptions": report.assumptions,
+               "sections": [{"title": s.title, "columns": [k for k, _ in s.columns],
+                             "rows": [{k: _json_value(r.get(k)) for k, _ in s.columns} for r in s.rows],
+                             "notes": s.notes} for s in report.sections]}
+        doc.update(_json_value(report.extra))
+        return json.dumps(doc, indent=2)
+    if fmt == "csv":
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        multi = len(report.sections) > 1
+        for s in report.sections:
+            writer.writerow((["section"] if multi else []) + [k for k, _ in s.columns])
+            for r in s.rows:
+                writer.writerow(([s.title] if multi else []) + ["" if r.get(k) is None else r.get(k)
+                                                                for k, _ in s.columns])
+        return buf.getvalue().rstrip("\n")
+    tablefmt = "github" if fmt == "markdown" else "simple"
+    parts = []
+    for s in report.sections:
+        body = tabulate([[_cell(r.get(k)) for k, _ in s.columns] for r in s.rows],
+                        headers=[h for _, h in s.columns], tablefmt=tablefmt, disable_numparse=True)
+        if fmt == "markdown":
+            parts.append(f"### {s.title}\n\n{body}")
+            parts += [f"\n" + "\n".join(f"- {n}" for n in s.notes)] if s.notes else []
+        else:
+            parts.append(f"{s.title}\n{body}")
+            parts += ["\n".join(f"  {n}" for n in s.notes)] if s.notes else []
+    if report.assumptions:
+        head = "**Assumptions**\n\n" if fmt == "markdown" else "Assumptions:\n"
+        bullet = "- " if fmt == "markdown" else "  - "
+        parts.append(head + "\n".join(bullet + a for a in report.assumptions))
+    return "\n\n".join(parts)
