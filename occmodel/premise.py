@@ -1,7 +1,14 @@
-"""Premises: *lever -> mechanism -> outcome*, e.g. "num_warps 4->8 raises resident
-warps per SM, so throughput rises". This module states a premise from a
-baseline/candidate pair and checks its mechanism statically (did occupancy
-rise?). The measured outcome and the final verdict live in verdict.py. Pure.
+"""Premises: *lever -> mechanism -> outcome*. This module states the premise a
+config change would test and checks its mechanism statically, from predicted or
+compiled numbers. The measured outcome and verdicts live in stats.py. Pure.
+
+Levers and their mechanisms:
+* num_warps up (or any change that is not num_stages alone): "raises resident
+  warps per SM (occupancy), so throughput rises" -- holds iff warps/SM rise;
+* num_stages up alone: "deepens the software pipeline (more loads in flight),
+  so throughput rises" -- holds iff shared memory grows, i.e. Triton really
+  pipelines a load (a num_stages change that leaves shared memory flat is a
+  no-op and the premise is refuted before any timing).
 """
 
 from __future__ import annotations
@@ -16,12 +23,11 @@ DOES_NOT_FIT = "does not fit"
 
 @dataclass(frozen=True)
 class StaticPremise:
-    lever: str                 # "num_warps 4->8, num_stages 2->3"
+    lever: str                 # "num_warps 4->8"
     claim: str                 # the premise in words
-    baseline_warps_per_sm: int
-    candidate_warps_per_sm: int
     mechanism: str             # MECHANISM_HOLDS | MECHANISM_FAILS | DOES_NOT_FIT
     why: str                   # the numbers that decided it
+    note: str = ""             # a side effect worth knowing (e.g. occupancy falls)
 
 
 def lever(base: Mapping[str, Any], cand: Mapping[str, Any]) -> str:
@@ -29,20 +35,39 @@ def lever(base: Mapping[str, Any], cand: Mapping[str, Any]) -> str:
     return ", ".join(changed) if changed else "no change"
 
 
-def static_premise(base: Mapping[str, Any], cand: Mapping[str, Any], base_warps: int, cand_warps: int,
-                   cand_fits: bool, source: str = "predicted") -> StaticPremise:
-    """The occupancy premise for a config change, with its mechanism checked from
-    resident warps per SM (`source` says whether they were predicted or compiled)."""
+def static_premise(base: Mapping[str, Any], cand: Mapping[str, Any], *, base_warps: int, cand_warps: int,
+                   base_shared: int, cand_shared: int, cand_fits: bool,
+                   source: str = "predicted") -> StaticPremise:
+    """The premise of a config change, its mechanism checked from resident warps per
+    SM and shared memory (`source` says whether those were predicted or compiled)."""
     what = lever(base, cand)
-    claim = f"{what} raises resident warps per SM, so throughput rises"
+    changed = {k for k in cand if base.get(k) != cand[k]}
+    deeper = changed == {"num_stages"} and cand["num_stages"] > base["num_stages"]
+    if deeper:
+        claim = f"{what} deepens the software pipeline (more loads in flight), so throughput rises"
+    else:
+        claim = f"{what} raises resident warps per SM, so throughput rises"
+    occ_note = ""
+    if cand_warps < base_warps:
+        occ_note = f"resident warps/SM fall {base_warps} -> {cand_warps} ({source})"
     if not cand_fits:
-        return StaticPremise(what, claim, base_warps, cand_warps, DOES_NOT_FIT,
+        return StaticPremise(what, claim, DOES_NOT_FIT,
                              f"the candidate does not fit on the SM ({source}); nothing to measure")
+    if deeper:
+        if cand_shared > base_shared:
+            return StaticPremise(what, claim, MECHANISM_HOLDS,
+                                 f"{source} shared memory {base_shared:,} -> {cand_shared:,} B: Triton adds "
+                                 "pipeline buffers; only a measurement can say whether throughput follows",
+                                 occ_note)
+        return StaticPremise(what, claim, MECHANISM_FAILS,
+                             f"{source} shared memory stays {base_shared:,} -> {cand_shared:,} B: no load is "
+                             "pipelined deeper, so num_stages is a no-op and the premise is refuted before "
+                             "any timing", occ_note)
     if cand_warps > base_warps:
-        return StaticPremise(what, claim, base_warps, cand_warps, MECHANISM_HOLDS,
+        return StaticPremise(what, claim, MECHANISM_HOLDS,
                              f"{source} resident warps/SM {base_warps} -> {cand_warps}: the mechanism happens; "
                              "only a measurement can say whether throughput follows")
     verb = "stay" if cand_warps == base_warps else "fall"
-    return StaticPremise(what, claim, base_warps, cand_warps, MECHANISM_FAILS,
+    return StaticPremise(what, claim, MECHANISM_FAILS,
                          f"{source} resident warps/SM {verb} {base_warps} -> {cand_warps}: the mechanism does "
                          "not happen, so the premise is refuted before any timing")

@@ -69,8 +69,9 @@ def run(args) -> Report:
     base_cfg = _configs.baseline(card, args)
     cand_cfg = _configs.candidate(card, base_cfg, args)
     base, cand = predict(card, spec, base_cfg, carveout), predict(card, spec, cand_cfg, carveout)
-    premise = static_premise(base_cfg, cand_cfg, base.occupancy.warps_per_sm, cand.occupancy.warps_per_sm,
-                             cand.fits)
+    premise = static_premise(base_cfg, cand_cfg, base_warps=base.occupancy.warps_per_sm,
+                             cand_warps=cand.occupancy.warps_per_sm, base_shared=base.shared,
+                             cand_shared=cand.shared, cand_fits=cand.fits)
     cfg_note = ", ".join(f"{k}={v}" for k, v in base_cfg.items())
     title = (f"{card.name} on {spec.name} ({spec.product().name}): baseline vs candidate "
              f"[{premise.lever}]")
@@ -81,7 +82,8 @@ def run(args) -> Report:
     hr = cand.occupancy.headroom
     budget = ("no shared-memory reduction adds a block (another limit binds)" if hr.smem_to_gain is None
               else f"{hr.smem_to_gain:,} B less shared memory per block adds a resident block")
-    premise_rows = [{"premise": premise.claim, "mechanism": premise.mechanism, "why": premise.why}]
+    premise_rows = [{"premise": premise.claim, "mechanism": premise.mechanism,
+                     "why": premise.why + (f"; note: {premise.note}" if premise.note else "")}]
     limits_rows = [
         {"question": "shared memory (model)", "answer": f"{shared_expr}"},
         {"question": "registers (model)", "answer": f"{regs_expr}"},

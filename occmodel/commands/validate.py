@@ -1,0 +1,181 @@
+"""``occmodel validate``: did the occupancy change buy throughput? Verdicts on a GPU."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+from pathlib import Path
+
+from .. import validate as V
+from ..card import load_card
+from ..errors import ConfigError
+from ..report import Report, Section, render
+from ..spec import load_spec
+from ._args import assignments, define
+
+
+def add_parser(subs, common) -> None:
+    p = subs.add_parser(
+        "validate", parents=[common], help="on a GPU: time baseline vs candidates, verdict on each premise",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="For each candidate and workload point: check the premise's mechanism statically "
+                    "(predicted and compiled occupancy / pipeline depth), gate on correctness against the "
+                    "torch reference, time baseline and candidate interleaved over rounds (A B A' ...) with "
+                    "the L2 flushed, measure the A/A noise band, and give a verdict: CONFIRMED (gain beyond "
+                    "the band), REFUTED (loss beyond it, or the mechanism did not happen) or INCONCLUSIVE.",
+        epilog="example (the seed's experiment):\n"
+               "  occmodel validate --kernel decode_attention --spec sm_90 \\\n"
+               "      --baseline BLOCK_T=16,num_warps=4,num_stages=2 \\\n"
+               "      --candidate num_warps=8 --candidate num_stages=3 --points C=1,8,48,64,96 -D ctx=8192\n"
+               "  add --dry-run to see the plan and the device-time estimate without a GPU")
+    p.add_argument("--kernel", default="decode_attention", help="built-in card or path/to/file.py:card")
+    p.add_argument("--baseline", type=assignments, default=None, metavar="NAME=V,...",
+                   help="baseline config (default: the card's baseline)")
+    p.add_argument("--candidate", type=assignments, action="append", default=[], metavar="NAME=V,...",
+                   help="a candidate: changes on top of the baseline (repeatable)")
+    p.add_argument("--points", type=define, action="append", default=[], metavar="NAME=V1,V2",
+                   help="workload points to sweep, e.g. C=1,8,48,64,96 (repeatable; the product is taken)")
+    p.add_argument("-D", dest="defines", type=define, action="append", default=[], metavar="NAME=VALUE",
+                   help="fix a workload parameter (e.g. ctx=8192) or a card parameter for all configs")
+    p.add_argument("--rounds", type=int, default=15, help="interleaved rounds per point (>= 5; default 15)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    p.add_argument("--dry-run", action="store_true", help="show the plan and static analysis only (no GPU)")
+    p.add_argument("--no-compile", action="store_true", help="skip the compiled occupancy (model only)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="also write the A/B note as OUT.md and the full data as OUT.json")
+    p.set_defaults(run=run)
+
+
+def _points(card, args) -> list[dict]:
+    workload = {p.name for p in card.workload_params}
+    fixed = {n: v[0] for n, v in args.defines if n in workload}
+    axes = {n: v for n, v in args.points}
+    for n in axes:
+        if n not in workload:
+            raise ConfigError(f"--points {n}: not a workload parameter of {card.name}; valid: "
+                              f"{', '.join(sorted(workload))}")
+    if not axes:
+        return [card.resolve_point({**dict(pt), **fixed}) for pt in card.default_points] or \
+            [card.resolve_point(fixed)]
+    return [card.resolve_point({**fixed, **dict(zip(axes, combo))}) for combo in itertools.product(*axes.values())]
+
+
+def build_plan(args) -> V.Plan:
+    spec = load_spec(args.spec)
+    card = load_card(args.kernel)
+    if args.rounds < 5:
+        raise ConfigError(f"--rounds {args.rounds} is too few; allowed >= 5")
+    if not args.candidate:
+        raise ConfigError("no --candidate given; e.g. --candidate num_warps=8")
+    workload = {p.name for p in card.workload_params}
+    card_fixed = {n: v[0] for n, v in args.defines if n not in workload}
+    base = card.resolve({**(args.baseline or {}), **card_fixed}) if args.baseline else card.resolve(card_fixed)
+    cands = [card.resolve(c, base=base) for c in args.candidate]
+    return V.plan(card, spec, base, cands, _points(card, args), args.rounds, compiled=not args.no_compile)
+
+
+def run(args) -> Report:
+    plan = build_plan(args)
+    if args.dry_run:
+        return plan_report(plan)
+    result = V.run(plan, seed=args.seed, progress=lambda m: print(m, file=sys.stderr, flush=True))
+    report = result_report(result, args)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.with_suffix(".md").write_text(render(report, "markdown") + "\n")
+        args.out.with_suffix(".json").write_text(render(report, "json") + "\n")
+    return report
+
+
+def _static_section(plan: V.Plan) -> Section:
+    rows = []
+    for r in plan.static:
+        c = r.compiled or {}
+        rows.append({"config": r.name, "pred_shared": r.predicted_shared, "pred_regs": r.predicted_regs,
+                     "pred_warps_per_sm": r.predicted_warps_per_sm, "shared": c.get("shared"),
+                     "n_regs": c.get("n_regs"), "n_spills": c.get("n_spills"),
+                     "warps_per_sm": c.get("warps_per_sm"),
+                     "compile": c.get("status", "not compiled")})
+    cols = [("config", "config"), ("pred_shared", "shared (pred.)"), ("pred_regs", "regs (pred.)"),
+            ("pred_warps_per_sm", "warps/SM (pred.)"), ("shared", f"shared ({plan.spec.arch})"),
+            ("n_regs", "regs"), ("n_spills", "spills"), ("warps_per_sm", "warps/SM"), ("compile", "compile")]
+    return Section(f"Static picture on {plan.spec.name} (model and real compile)", cols, rows)
+
+
+def _premise_section(plan: V.Plan) -> Section:
+    rows = [{"premise": p.claim, "mechanism": p.mechanism, "why": p.why + (f"; note: {p.note}" if p.note else "")}
+            for p in plan.premises]
+    return Section("Premises, mechanism checked statically", [("premise", "premise"), ("mechanism", "mechanism"),
+                                                              ("why", "why")], rows)
+
+
+def plan_report(plan: V.Plan) -> Report:
+    base = ", ".join(f"{k}={v}" for k, v in plan.baseline.items())
+    pts = "; ".join(", ".join(f"{k}={v}" for k, v in p.items()) for p in plan.points)
+    what = Section("Plan (dry run: nothing was timed)", [("item", "item"), ("value", "value")], [
+        {"item": "kernel", "value": plan.card.name}, {"item": "baseline", "value": base},
+        {"item": "candidates", "value": "; ".join(V.name_of(plan.baseline, c) for c in plan.candidates)},
+        {"item": "points", "value": pts}, {"item": "rounds per point", "value": plan.rounds},
+        {"item": "estimated device time", "value": f"{plan.est_device_s:.0f} s"}])
+    return Report("validate", [what, _static_section(plan), _premise_section(plan)],
+                  [f"spec {plan.spec.name}; estimate from the roofline of {plan.spec.product().name}"])
+
+
+def result_report(res: V.Result, args) -> Report:
+    plan = res.plan
+    sections = [_static_section(plan), _premise_section(plan)]
+    unit = plan.card.throughput_unit
+    for cand in plan.candidates:
+        name = V.name_of(plan.baseline, cand)
+        rows = []
+        for pr in res.points:
+            label = ", ".join(f"{k}={v}" for k, v in pr.point.items())
+            corr = pr.correctness.get(name, {})
+            if not pr.correctness["baseline"]["ok"]:
+                rows.append({"point": label, "verdict": "baseline incorrect: not timed",
+                             "why": f"rel. error {pr.correctness['baseline']['rel_error']:.2e}"})
+                continue
+            if not corr.get("ok", False):
+                rows.append({"point": label, "verdict": "candidate incorrect: not timed",
+                             "why": f"rel. error {corr.get('rel_error', float('nan')):.2e}, "
+                                    f"{corr.get('n_bad')} bad elements"})
+                continue
+            o = pr.outcomes[name]
+            t_base = o.base_median_s
+            rows.append({"point": label, "base": round(pr.base_throughput), "cand": round(plan.card.work_units(pr.point) / o.cand_median_s),
+                         "delta": f"{100 * o.delta:+.1f}%", "ci": f"{100 * (o.ci_low - 1):+.1f}..{100 * (o.ci_high - 1):+.1f}%",
+                         "band": f"+-{100 * o.band:.1f}%", "spread": f"{100 * o.base_spread:.1f}%",
+                         "bw": f"{pr.base_bytes / t_base / 1e9:,.0f} GB/s ({100 * pr.base_bytes / t_base / res.copy_bandwidth:.0f}% of copy)",
+                         "verdict": o.verdict, "why": o.why})
+        cols = [("point", "point"), ("base", f"baseline {unit}"), ("cand", f"candidate {unit}"), ("delta", "delta"),
+                ("ci", "95% CI"), ("band", "A/A band"), ("spread", "baseline spread"), ("bw", "baseline HBM"),
+                ("verdict", "verdict"), ("why", "why")]
+        sections.append(Section(f"{name}: overall {res.overall[name]}", cols, rows))
+    torch_rows = [{"point": ", ".join(f"{k}={v}" for k, v in pr.point.items()),
+                   "ours_us": round(plan.card.work_units(pr.point) / pr.base_throughput * 1e6, 1) if pr.base_throughput else None,
+                   "torch_us": round(pr.torch_ref_s * 1e6, 1) if pr.torch_ref_s else None}
+                  for pr in res.points]
+    for r in torch_rows:
+        r["speedup"] = round(r["torch_us"] / r["ours_us"], 2) if r["ours_us"] and r["torch_us"] else None
+    sections.append(Section("Baseline kernel against torch on the same shapes (median per launch)",
+                            [("point", "point"), ("ours_us", "ours (us)"), ("torch_us", "torch (us)"),
+                             ("speedup", "torch / ours")], torch_rows))
+    env = res.env
+    env_rows = [{"item": k, "value": v} for k, v in env.items()]
+    env_rows += [{"item": "copy bandwidth (read + write)", "value": f"{res.copy_bandwidth / 1e9:,.0f} GB/s"},
+                 {"item": "device time spent", "value": f"{res.device_seconds:.0f} s"},
+                 {"item": "command", "value": "occmodel " + " ".join(sys.argv[1:])}]
+    sections.append(Section("Environment", [("item", "item"), ("value", "value")], env_rows))
+    assumptions = [f"spec {plan.spec.name}; timings: CUDA events around CUDA-graph replays, L2 flushed before "
+                   f"every sample, inputs rotated over >= 3x L2, {plan.rounds} interleaved rounds",
+                   "band: half-width of the 95% bootstrap CI of the median A/A log-ratio (baseline vs itself, "
+                   "same rounds); verdict CONFIRMED/REFUTED only when the candidate's whole 95% CI is beyond it"]
+    return Report("validate", sections, assumptions,
+                  extra={"overall": res.overall, "device_seconds": res.device_seconds,
+                         "copy_bandwidth": res.copy_bandwidth, "env": env,
+                         "points": [{"point": pr.point, "correctness": pr.correctness,
+                                     "outcomes": {k: vars(o) for k, o in pr.outcomes.items()}}
+                                    for pr in res.points]})
+
+

@@ -1,0 +1,155 @@
+"""Everything that touches a GPU lives here: device facts, the correctness gate,
+and timing (CUDA events around CUDA-graph replays, L2 flushed before every
+sample, inputs rotated so repeated launches do not measure the cache).
+
+Imports torch at module import: import this module only where a GPU is wanted
+(validate). `require_gpu()` turns "no GPU" into a NoGPUError (exit 2).
+"""
+
+from __future__ import annotations
+
+import math
+import platform
+import subprocess
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+import torch
+
+from .card import Config, KernelCard
+from .errors import NoGPUError
+
+TOLERANCE = {"fp32": 1e-4, "fp16": 1e-2, "bf16": 2e-2}   # relative L2 error vs a float32 reference
+
+
+def require_gpu() -> torch.device:
+    if not torch.cuda.is_available():
+        raise NoGPUError("validate needs a CUDA GPU and none is visible (torch.cuda.is_available() is False); "
+                         "use --dry-run to see the plan on this machine")
+    return torch.device("cuda")
+
+
+def device_info() -> dict[str, Any]:
+    import triton
+    props = torch.cuda.get_device_properties(0)
+    info = {"gpu": props.name, "compute_capability": f"{props.major}.{props.minor}",
+            "sms": props.multi_processor_count, "memory_gib": round(props.total_memory / 2**30, 1),
+            "l2_bytes": getattr(props, "L2_cache_size", None), "torch": torch.__version__,
+            "cuda_runtime": torch.version.cuda, "triton": triton.__version__, "python": platform.python_version()}
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version,clocks.max.sm", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20).stdout.strip().split(", ")
+        info["driver"], info["max_sm_clock"] = out[0], out[1]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        info["driver"] = "unknown"
+    return info
+
+
+# --------------------------------------------------------------- correctness
+@dataclass(frozen=True)
+class Correctness:
+    ok: bool
+    rel_error: float          # ||out - ref|| / ||ref||
+    tolerance: float
+    n_bad: int                # elements off by more than 10 x tolerance x max|ref|, or NaN
+    n_total: int
+
+
+def check_correct(card: KernelCard, cfg: Config, point: Mapping[str, Any], seed: int = 0) -> Correctness:
+    """Run the kernel on fresh random inputs after poisoning the allocator with NaN,
+    and compare with the card's float32 torch reference."""
+    inputs = card.make_inputs(cfg, point, device="cuda", seed=seed)
+    poison = torch.full((64 * 2**20,), float("nan"), device="cuda")     # 256 MB of NaN back into the cache
+    del poison
+    out = card.launch(inputs, cfg)
+    torch.cuda.synchronize()
+    ref = card.reference(inputs).float()
+    out = out.float()
+    diff = (out - ref)
+    rel = float(torch.linalg.vector_norm(torch.nan_to_num(diff, nan=1e30)) / torch.linalg.vector_norm(ref))
+    tol = TOLERANCE.get(str(cfg.get("dtype", "fp32")), 1e-2)
+    scale = float(ref.abs().max())
+    n_bad = int(((diff.abs() > 10 * tol * max(scale, 1e-6)) | torch.isnan(out)).sum())
+    return Correctness(ok=(rel <= tol and n_bad == 0 and math.isfinite(rel)), rel_error=rel, tolerance=tol,
+                       n_bad=n_bad, n_total=out.numel())
+
+
+# -------------------------------------------------------------------- timing
+class Bench:
+    """Times one config at one workload point: a CUDA graph of `n` launches over
+    rotating input sets, replayed after an L2 flush, timed with CUDA events."""
+
+    def __init__(self, fn: Callable[[dict], Any], input_sets: list[dict], flush_bytes: int,
+                 target_sample_s: float = 1e-3, max_launches: int = 200):
+        self.fn, self.sets = fn, input_sets
+        self.flush = torch.empty(flush_bytes // 4, dtype=torch.int32, device="cuda")
+        for s in input_sets:                     # warm-up: compile, autotune-free first launch
+            fn(s)
+        torch.cuda.synchronize()
+        single = self._eager_time(3)
+        self.n = int(min(max_launches, max(len(input_sets), math.ceil(target_sample_s / max(single, 1e-7)))))
+        self.graph = torch.cuda.CUDAGraph()
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            fn(input_sets[0])                    # a launch on the side stream before capture
+            with torch.cuda.graph(self.graph, stream=stream):
+                for i in range(self.n):
+                    fn(input_sets[i % len(input_sets)])
+        torch.cuda.current_stream().wait_stream(stream)
+        torch.cuda.synchronize()
+
+    def _eager_time(self, reps: int) -> float:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        times = []
+        for r in range(reps):
+            self.flush.zero_()
+            start.record()
+            self.fn(self.sets[r % len(self.sets)])
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) / 1e3)
+        return sorted(times)[len(times) // 2]
+
+    def sample(self) -> float:
+        """Seconds per launch: one graph replay of n launches, L2 flushed before it."""
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        self.flush.zero_()
+        start.record()
+        self.graph.replay()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1e3 / self.n
+
+
+def input_sets(card: KernelCard, cfg: Config, point: Mapping[str, Any], l2_bytes: int, seed: int,
+               budget_bytes: int = 8 * 2**30) -> list[dict]:
+    """Enough distinct input sets that cycling through them touches >= 3 x L2."""
+    first = card.make_inputs(cfg, point, device="cuda", seed=seed)
+    per_set = max(1, card.bytes_moved(cfg, point))
+    k = int(min(32, max(1, math.ceil(3 * l2_bytes / per_set)), max(1, budget_bytes // per_set)))
+    return [first] + [card.make_inputs(cfg, point, device="cuda", seed=seed + 1 + i) for i in range(k - 1)]
+
+
+def copy_bandwidth(nbytes: int = 2 * 2**30, reps: int = 20) -> float:
+    """Device-to-device copy bandwidth in bytes/s, counting bytes read plus written."""
+    src = torch.empty(nbytes // 4, dtype=torch.float32, device="cuda").uniform_()
+    dst = torch.empty_like(src)
+    for _ in range(3):
+        dst.copy_(src)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(reps):
+        start.record()
+        dst.copy_(src)
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3)
+    del src, dst
+    return 2 * nbytes / sorted(times)[len(times) // 2]
+
+
+def wall_clock() -> float:
+    torch.cuda.synchronize()
+    return time.perf_counter()
