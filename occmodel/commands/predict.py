@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+import sympy
+
 from ..card import load_card
 from ..model import Prediction, expressions, largest_fitting, predict
 from ..premise import static_premise
@@ -78,6 +80,9 @@ def run(args) -> Report:
     metrics = Section(title, [("metric", "metric"), ("baseline", "baseline"), ("candidate", "candidate"),
                               ("change", "change")], _metric_rows(spec, base, cand), [f"baseline: {cfg_note}"])
     shared_expr, regs_expr = expressions(card, spec, cand_cfg)
+    fixed = {sym: cand_cfg[name] for name, sym in card.symbols().items()
+             if not card.param(name).tunable}          # show the model in the tunables only
+    shared_expr, regs_expr = sympy.simplify(shared_expr.subs(fixed)), sympy.simplify(regs_expr.subs(fixed))
     stages_max = largest_fitting(card, spec, cand_cfg, "num_stages", range(1, 17))
     hr = cand.occupancy.headroom
     budget = ("no shared-memory reduction adds a block (another limit binds)" if hr.smem_to_gain is None

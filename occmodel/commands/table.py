@@ -55,8 +55,8 @@ def run(args) -> Report:
                    blocks_per_sm=int(pred["blocks_per_sm"][i]), warps_per_sm=int(pred["warps_per_sm"][i]),
                    occupancy=round(float(pred["occupancy"][i]), 4),
                    limiter=LIMITERS[int(pred["limiter"][i])] if fits else "-",
-                   status="fits" if fits else "does not fit",
-                   why="" if fits else _why(spec, row["shared"], row["regs"], 32 * cfg["num_warps"]))
+                   status="fits" if fits else "does not fit")
+        row["why"] = "" if fits else _why(spec, row["shared"], row["regs"], 32 * cfg["num_warps"])
         rows.append(row)
         i += 1
     columns = [(k, k) for k in swept] + [
