@@ -155,7 +155,7 @@ def _parse_type(name: str, text: str) -> tuple[str, str]:
     if hint not in ("", "16", "1"):
         raise CompileError(f"hint ':{hint}' of parameter {name!r} ({text!r}) is not valid; "
                            "use ':16' (divisible by 16), ':1' (equal to 1) or none")
-    if hint == "1" and (ptr or not canon[0] in "iu" or canon == "u1"):
+    if hint == "1" and (ptr or canon[0] not in "iu" or canon == "u1"):
         raise CompileError(f"hint ':1' of parameter {name!r} ({text!r}) applies to integers only")
     if hint == "16" and not (ptr or (canon[0] in "iu" and canon != "u1")):
         raise CompileError(f"hint ':16' of parameter {name!r} ({text!r}) applies to pointers and integers only")
@@ -256,16 +256,13 @@ def _normalise(fn, signature, constexprs) -> tuple[dict[str, str], dict[str, Any
             if param.has_default and (is_constexpr or param.default is None):
                 consts[name] = param.default
             elif param.has_default:
-                sig[name] = "%s%s" % _hint_join(*tc.specialize_value(param.default))
+                ty, hint = tc.specialize_value(param.default)
+                sig[name] = ty + (f":{hint}" if hint else "")
             else:
                 where = "constexprs" if is_constexpr else "signature"
                 raise CompileError(f"missing {'constexpr ' if is_constexpr else ''}parameter {name!r} "
                                    f"(pass it in {where}); the kernel is {_describe(fn)}")
     return sig, consts
-
-
-def _hint_join(ty: str, hint: str) -> tuple[str, str]:
-    return ty, f":{hint}" if hint else ""
 
 
 def _jsonable(value: Any) -> Any:
@@ -372,17 +369,19 @@ def _request(fn, signature, constexprs, args, arch, num_warps, num_stages, optio
     for bad in ("num_warps", "num_stages", "arch"):
         if bad in extra:
             raise CompileError(f"pass {bad} as its own argument, not in options")
+    if extra:
+        valid = [n for n in tc.option_names(cc) if n not in ("num_warps", "num_stages", "arch")]
+        bad = [k for k in extra if k not in valid]
+        if bad:
+            raise CompileError(f"unknown compiler option {bad[0]!r}{suggest(bad[0], valid)}; "
+                               f"valid: {', '.join(valid)}")
     copts = dict(tc.launcher_options(fn), **extra, num_warps=num_warps, num_stages=num_stages)
     try:
         resolved = tc.resolved_options(cc, copts)
-    except TypeError:
-        valid = tc.option_names(cc)
-        bad = next((k for k in extra if k not in valid), "?")
-        raise CompileError(f"unknown compiler option {bad!r}{suggest(bad, valid)}; valid: {', '.join(valid)}") from None
-    except (AssertionError, ValueError) as exc:
+    except (AssertionError, ValueError, TypeError) as exc:
         raise CompileError(f"invalid compiler options {extra}: {exc}") from None
     ident = {
-        "format": CACHE_FORMAT, "fn": f"{fn.fn.__module__}:{fn.fn.__qualname__}", "src": fn.cache_key,
+        "format": CACHE_FORMAT, "fn": fn.fn.__qualname__, "src": fn.cache_key,
         "sig": sig, "const": {k: _jsonable(v) for k, v in consts.items()}, "cc": cc,
         "opts": resolved, "triton": tc.TRITON_VERSION, "env": tc.cache_env(),
     }
@@ -398,15 +397,19 @@ def compile_kernel(fn, signature: Mapping[str, str] | str | None = None, constex
 
     `options`: further Triton compiler options (``maxnreg``, ``enable_fp_fusion``...).
     `keep_ir`: also return (and cache) the TTGIR, PTX, SASS and cubin.
-    `cache=False`: neither read nor write the on-disk cache."""
+    `cache=False`: neither read nor write the on-disk cache.
+    `fn` may also be a reference string, ``"package.module:name"`` or ``"path/to/file.py:name"``."""
+    if isinstance(fn, str):
+        from .compile_pool import load_kernel
+        fn = load_kernel(fn)
     req = _request(fn, signature, constexprs, args, arch, num_warps, num_stages, options)
     if cache:
         hit = _load_entry(req.key, keep_ir)
         if hit is not None:
             return hit
     _check_arch(req.cc)
-    res = _compile(req, keep_ir)
-    if cache and res.status in STATUSES and not res.detail.startswith("internal:"):
+    res, cacheable = _compile(req, keep_ir)
+    if cache and cacheable:
         _store_entry(res)
     return res
 
@@ -437,7 +440,8 @@ def _captured_fds():
             text.append(sink.read().decode("utf-8", "replace"))
 
 
-def _compile(req: _Request, keep_ir: bool) -> CompileResult:
+def _compile(req: _Request, keep_ir: bool) -> tuple[CompileResult, bool]:
+    """Run Triton; (result, whether the result may be cached)."""
     base = dict(kernel=req.fn.__name__, arch=f"sm_{req.cc}", num_warps=req.num_warps, num_stages=req.num_stages,
                 triton_version=tc.TRITON_VERSION, signature=req.signature,
                 constexprs={k: _jsonable(v) for k, v in req.constants.items() if k not in req.signature},
@@ -452,9 +456,11 @@ def _compile(req: _Request, keep_ir: bool) -> CompileResult:
                 art = tc.compile_source(req.fn, types, divisible, constants, req.cc, req.compiler_options)
         except Exception as exc:            # the compiler's failure is data, not a crash
             status, message, detail = _classify(exc, "".join(out))
-            return CompileResult(status=status, message=message, detail=detail, shared=None, static_shared=None,
-                                 n_regs=None, n_spills=None, local_bytes=None, reserved_shared=None,
-                                 ptxas_version="", compile_seconds=round(time.perf_counter() - start, 3), **base)
+            res = CompileResult(status=status, message=message, detail=detail, shared=None, static_shared=None,
+                                n_regs=None, n_spills=None, local_bytes=None, reserved_shared=None,
+                                ptxas_version="", compile_seconds=round(time.perf_counter() - start, 3), **base)
+            # an environment failure (missing tool, full disk, no memory) may not recur: do not cache it
+            return res, not isinstance(exc, (OSError, MemoryError))
     seconds = time.perf_counter() - start
     cub = parse_cubin(art.cubin)
     fres = cub.kernel(art.name)
@@ -462,30 +468,36 @@ def _compile(req: _Request, keep_ir: bool) -> CompileResult:
     if keep_ir:
         ir = dict(ttgir=art.asm.get("ttgir", ""), ptx=art.asm.get("ptx", ""), sass=disassemble(art.cubin),
                   cubin=art.cubin)
-    return CompileResult(status="ok", message="", shared=art.shared, static_shared=fres.static_shared,
-                         n_regs=fres.regs, n_spills=fres.n_spills, local_bytes=fres.local_bytes,
-                         reserved_shared=cub.reserved_shared, ptxas_version=cub.ptxas_version,
-                         compile_seconds=round(seconds, 3), **base, **ir)
+    res = CompileResult(status="ok", message="", shared=art.shared, static_shared=fres.static_shared,
+                        n_regs=fres.regs, n_spills=fres.n_spills, local_bytes=fres.local_bytes,
+                        reserved_shared=cub.reserved_shared, ptxas_version=cub.ptxas_version or tc.ptxas_version(req.cc),
+                        compile_seconds=round(seconds, 3), **base, **ir)
+    return res, True
 
 
 def _classify(exc: BaseException, captured: str) -> tuple[str, str, str]:
     """(status, one-line summary, full text) for a compiler exception."""
-    text = str(exc).strip()
-    detail = f"{type(exc).__name__}: {text}" + (f"\n--- compiler output ---\n{captured.strip()}" if captured.strip() else "")
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    errors = [ln.strip() for ln in (text + "\n" + captured).splitlines() if re.search(r"\berror\b", ln, re.I)
-              and "failed with error code" not in ln]
     name = type(exc).__name__
-    if name == "PTXASError":
-        summary = "ptxas: " + (errors[0].split(":", 1)[-1].strip() if errors else (lines[0] if lines else name))
-    elif "CompilationError" in [c.__name__ for c in type(exc).__mro__]:
-        summary = f"{name}: {lines[-1] if lines else ''}"
-    elif errors and ("PassManager" in text or not lines):
-        summary = "MLIR: " + errors[0].split("error:", 1)[-1].strip()
+    text = str(exc).strip()
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if name == "PTXASError":       # the exception holds ptxas's stderr; Triton also printed the whole PTX
+        bad = [ln for ln in lines if re.match(r"ptxas\S*\s+(error|fatal)\s*:", ln)]
+        summary = "ptxas: " + (bad[0].split(":", 1)[1].strip() if bad else lines[0] if lines else name)
+        detail = f"{name}: {text}"
     else:
-        summary = f"{name}: {lines[0] if lines else ''}"
+        captured = captured.strip()
+        if len(captured) > 20000:
+            captured = captured[:20000] + "\n[... compiler output truncated ...]"
+        detail = f"{name}: {text}" + (f"\n--- compiler output ---\n{captured}" if captured else "")
+        mlir = [ln.strip() for ln in captured.splitlines() if "error:" in ln]
+        if any(c.__name__ == "CompilationError" for c in type(exc).__mro__):
+            summary = f"{name}: {lines[-1] if lines else ''}"
+        elif mlir:
+            summary = "MLIR: " + mlir[0].split("error:", 1)[1].strip()
+        else:
+            summary = f"{name}: {lines[0] if lines else ''}"
     oor = tc.is_out_of_resources(exc) or re.search(
-        r"out of resource|too much (shared|local) data|uses too much shared", text + captured, re.I)
+        r"out of resource|too much (shared|local) data|insufficient registers", detail, re.I)
     return ("out_of_resources" if oor else "compile_error"), summary[:300], detail
 
 

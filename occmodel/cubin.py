@@ -11,10 +11,16 @@ cubin, and this module reads it back with ``struct`` alone.
   ``n_spills`` divides by 4;
 * local:      the size of a ``.nv.local.<kernel>`` section (module-scope
   ``.local`` data; none in Triton kernels), added to the stack;
-* static shared: the size of ``.nv.shared.<kernel>``; ``.nv.shared.reserved.*``
-  (shared memory ptxas reserves inside the driver's per-block system
-  reservation) is reported separately and is *not* part of the kernel's own
-  shared memory;
+* static shared: the size of ``.nv.shared.<kernel>`` less the system-reserved
+  window at its start. From sm_90 on, ptxas lays a block's shared memory out
+  after the 1 KB the driver reserves per block (symbol ``.nv.reservedSmem.cap``
+  = 1024 on sm_100/sm_120; implied by the ``.nv.reservedSmem.*`` symbols on
+  sm_90), so a kernel whose only shared memory is Triton's dynamic
+  ``global_smem`` has a 1024-byte section and 0 static bytes. Checked against
+  ``CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`` on an H200 for 0, 112, 2048 and 40000
+  static bytes. ``cuobjdump -res-usage`` prints the raw section (SHARED);
+  ``.nv.shared.reserved.*`` (what ptxas itself uses inside the window) is
+  reported separately and belongs to neither;
 * ptxas version and the SASS arch, from ``.note.nv.tkinfo`` and ``e_flags``.
 
 ``cuobjdump -res-usage`` prints the same numbers (REG, STACK, SHARED, LOCAL);
@@ -42,6 +48,7 @@ EIATTR_NUM_BARRIERS = 0x4C
 EIFMT_SVAL = 0x04             # variable-size payload: u16 size, then bytes
 _PER_FUNCTION = (EIATTR_REGCOUNT, EIATTR_FRAME_SIZE, EIATTR_MIN_STACK_SIZE, EIATTR_MAX_STACK_SIZE)
 
+RESERVED_WINDOW = 1024       # the driver's per-block system shared memory (sm_80+)
 SHT_SYMTAB = 2
 SHT_NOTE = 7
 STT_FUNC = 2
@@ -60,7 +67,8 @@ class FunctionResources:
     stack_bytes: int           # stack per thread, callees included
     frame_bytes: int           # the function's own stack frame
     local_bytes: int           # stack + module-scope local data: the driver's LOCAL_SIZE_BYTES
-    static_shared: int         # bytes of .nv.shared.<name>
+    static_shared: int         # static shared bytes: what the driver reports (SHARED_SIZE_BYTES)
+    shared_section: int        # raw size of .nv.shared.<name> (cuobjdump's SHARED)
     max_regs: int | None       # EIATTR_MAXREG_COUNT (ptxas's register cap), if present
     reqntid: tuple[int, ...] | None   # the block shape the kernel was compiled for
     num_barriers: int | None
@@ -135,10 +143,14 @@ def parse_cubin(data: bytes) -> Cubin:
         raise CubinError("cubin has no symbol table")
     sym_strtab = sections[symtab[4]][2]
     symbols: dict[int, str] = {}
+    reserved_syms: dict[str, int] = {}
     for i in range(symtab[3] // 24):
-        st_name, st_info, _other, _shndx = struct.unpack_from("<IBBH", data, symtab[2] + 24 * i)
+        st_name, st_info, _other, _shndx, st_value = struct.unpack_from("<IBBHQ", data, symtab[2] + 24 * i)
+        name = _cstr(data, sym_strtab + st_name)
         if st_info & 0xF == STT_FUNC:
-            symbols[i] = _cstr(data, sym_strtab + st_name)
+            symbols[i] = name
+        elif name.startswith(".nv.reservedSmem"):
+            reserved_syms[name] = st_value
 
     per_fn: dict[str, dict[int, int]] = {name: {} for name in symbols.values()}
     kernel_attrs: dict[str, dict[int, object]] = {}
@@ -153,8 +165,12 @@ def parse_cubin(data: bytes) -> Cubin:
         elif name.startswith(".nv.info."):
             kernel_attrs[name[len(".nv.info."):]] = dict(_nv_info(data, off, size))
 
+    reserved_sections = [n for n, *_ in sections if n.startswith(".nv.shared.reserved.")]
+    base = reserved_syms.get(".nv.reservedSmem.cap",
+                             RESERVED_WINDOW if reserved_syms or reserved_sections else 0)
     functions = {}
     for fname, attrs in per_fn.items():
+        section = sizes.get(f".nv.shared.{fname}", 0)
         k = kernel_attrs.get(fname, {})
         frame = attrs.get(EIATTR_FRAME_SIZE, 0)
         stack = attrs.get(EIATTR_MAX_STACK_SIZE, attrs.get(EIATTR_MIN_STACK_SIZE, frame))
@@ -165,7 +181,8 @@ def parse_cubin(data: bytes) -> Cubin:
             stack_bytes=stack,
             frame_bytes=frame,
             local_bytes=stack + sizes.get(f".nv.local.{fname}", 0),
-            static_shared=sizes.get(f".nv.shared.{fname}", 0),
+            static_shared=max(0, section - base) if section else 0,
+            shared_section=section,
             max_regs=k.get(EIATTR_MAXREG_COUNT) if isinstance(k.get(EIATTR_MAXREG_COUNT), int) else None,
             reqntid=(struct.unpack_from(f"<{len(reqntid) // 4}I", reqntid)
                      if isinstance(reqntid, bytes) and reqntid else None),

@@ -61,6 +61,17 @@ def ptxas_for(cc: int):
 
 
 @functools.lru_cache(maxsize=None)
+def ptxas_version(cc: int) -> str:
+    """Full version ("12.8.93") of the ptxas Triton runs for `cc`; "" if it cannot run."""
+    try:
+        out = subprocess.run([ptxas_for(cc).path, "--version"], capture_output=True, text=True).stdout
+    except (OSError, AttributeError, RuntimeError):
+        return ""
+    m = re.search(r"V(\d+\.\d+\.\d+)", out)
+    return m.group(1) if m else ""
+
+
+@functools.lru_cache(maxsize=None)
 def _ptxas_archs(path: str) -> frozenset[int]:
     """Compute capabilities a ptxas binary accepts for --gpu-name (from its --help)."""
     text = subprocess.run([path, "--help"], capture_output=True, text=True, check=False).stdout
@@ -73,13 +84,14 @@ def supported_capabilities() -> tuple[int, ...]:
 
     An arch counts when Triton's backend lowers for it (>= sm_75) and the ptxas
     Triton would run for it accepts it."""
-    candidates = set()
-    for cc in (75, 80, 86, 87, 89, 90, 100, 101, 103, 110, 120, 121):
+    def archs(cc: int) -> frozenset[int]:
         try:
-            candidates.add(cc) if cc in _ptxas_archs(ptxas_for(cc).path) else None
+            return _ptxas_archs(ptxas_for(cc).path)
         except (OSError, AttributeError, RuntimeError):
-            continue
-    return tuple(sorted(cc for cc in candidates if cc >= MIN_CAPABILITY))
+            return frozenset()
+
+    candidates = archs(80) | archs(120)          # the two ptxas binaries Triton ships
+    return tuple(sorted(cc for cc in candidates if cc >= MIN_CAPABILITY and cc in archs(cc)))
 
 
 def sass_arch(cc: int) -> str:
@@ -110,6 +122,13 @@ def resolved_options(cc: int, options: dict[str, Any]) -> dict[str, Any]:
     from triton.compiler import make_backend
     backend = make_backend(GPUTarget("cuda", cc, 32))
     return dict(backend.parse_options(dict(options)).__dict__)
+
+
+def option_names(cc: int) -> list[str]:
+    """Names of every compiler option the backend for `cc` accepts."""
+    import dataclasses
+    from triton.compiler import make_backend
+    return [f.name for f in dataclasses.fields(type(make_backend(GPUTarget("cuda", cc, 32)).parse_options({})))]
 
 
 def cache_env() -> dict[str, str]:

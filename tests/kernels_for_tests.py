@@ -1,0 +1,70 @@
+"""Small @triton.jit kernels the compile tests build (CPU only: compiled, never launched)."""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(X, Y, Z, N, BLOCK: tl.constexpr):
+    """Z = X + Y over N elements, BLOCK per program."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < N
+    tl.store(Z + offs, tl.load(X + offs, mask=mask) + tl.load(Y + offs, mask=mask), mask=mask)
+
+
+@triton.jit(do_not_specialize=["N"])
+def add_kernel_nospec(X, Y, Z, N, BLOCK: tl.constexpr):
+    """add_kernel whose N the launcher never specialises (no ':16', no ':1')."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < N
+    tl.store(Z + offs, tl.load(X + offs, mask=mask) + tl.load(Y + offs, mask=mask), mask=mask)
+
+
+@triton.jit
+def matmul_kernel(A, B, C, M, N, K, stride_am, stride_bk, stride_cm,
+                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """C = A @ B for row-major fp16 A (M x K), B (K x N); a K loop, so num_stages pipelines loads.
+    Inner strides are 1; the outer strides are arguments, so ':16' on them (and on the
+    pointers) decides whether loads vectorise and the loop gets pipelined."""
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a = A + rm[:, None] * stride_am + rk[None, :]
+    b = B + rk[:, None] * stride_bk + rn[None, :]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        acc += tl.dot(tl.load(a, mask=rk[None, :] < K - k * BK, other=0.0),
+                      tl.load(b, mask=rk[:, None] < K - k * BK, other=0.0))
+        a += BK
+        b += BK * stride_bk
+    c = C + rm[:, None] * stride_cm + rn[None, :]
+    tl.store(c, acc.to(tl.float16), mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@triton.jit
+def failing_kernel(X, BLOCK: tl.constexpr):
+    """Fails to compile whenever BLOCK > 64 (a compile-time assertion)."""
+    tl.static_assert(BLOCK <= 64, "BLOCK must be at most 64")
+    tl.store(X + tl.arange(0, BLOCK), tl.zeros((BLOCK,), dtype=tl.float32))
+
+
+@triton.jit(noinline=True)
+def _scale(x, y):
+    return tl.exp(x) * tl.log(y) + x / y
+
+
+@triton.jit
+def call_kernel(X, Y, Z, N, BLOCK: tl.constexpr):
+    """Reductions, a printf and a non-inlined call: a stack frame without spills."""
+    offs = tl.arange(0, BLOCK)
+    x = tl.sum(tl.load(X + offs, mask=offs < N, other=0.0), axis=0)
+    y = tl.sum(tl.load(Y + offs, mask=offs < N, other=1.0), axis=0)
+    tl.device_print("x", x)
+    tl.store(Z, _scale(x, y))
+
+
+ADD_SIG = {"X": "*fp16:16", "Y": "*fp16:16", "Z": "*fp16:16", "N": "i32"}
+MM_SIG_HINTED = {"A": "*fp16:16", "B": "*fp16:16", "C": "*fp16:16", "M": "i32", "N": "i32", "K": "i32",
+                 "stride_am": "i32:16", "stride_bk": "i32:16", "stride_cm": "i32:16"}
+MM_SIG_PLAIN = {name: ty.split(":")[0] for name, ty in MM_SIG_HINTED.items()}
+MM_CONSTS = {"BM": 64, "BN": 64, "BK": 32}
