@@ -19,8 +19,12 @@ Contracts:
   is raised only when the compile cannot be attempted (bad arch, type string,
   parameter names or options).
 * Registers, stack and static shared memory are read from the cubin itself
-  (:mod:`occmodel.cubin`); ``shared`` is Triton's ``metadata.shared`` (dynamic
-  shared memory); ``total_shared`` is what occupancy must use. A compile that
+  (:mod:`occmodel.cubin`) and equal what the CUDA driver reports for the loaded
+  kernel (``NUM_REGS``, ``LOCAL_SIZE_BYTES``, ``SHARED_SIZE_BYTES``; checked on
+  an H200). ``n_spills`` is local bytes / 4, as Triton reports it; ``shared``
+  is Triton's ``metadata.shared`` (dynamic shared memory); ``total_shared`` =
+  shared + static_shared is what occupancy must use (the driver's reserved
+  1 KB per block is occupancy's to add, not part of it). A compile that
   needs more shared memory than the GPU offers is still ``ok`` here: occupancy
   decides fit.
 * Results are cached on disk (``$OCCMODEL_CACHE_DIR`` or ``~/.cache/occmodel``),
@@ -43,7 +47,7 @@ import re
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -129,6 +133,15 @@ def _check_arch(cc: int) -> None:
                            f"(its ptxas and backend); allowed: {allowed}")
 
 
+def jit_function(fn):
+    """The JITFunction under `fn` (unwrapping @triton.autotune / @triton.heuristics); CompileError if none."""
+    while not hasattr(fn, "params") and hasattr(getattr(fn, "fn", None), "__call__"):
+        fn = fn.fn
+    if not hasattr(fn, "params") or not hasattr(fn, "arg_names"):
+        raise CompileError(f"{fn!r} is not a @triton.jit function")
+    return fn
+
+
 def _params(fn) -> list[tuple[str, bool, bool, bool, str]]:
     if not hasattr(fn, "params") or not hasattr(fn, "arg_names"):
         raise CompileError(f"{fn!r} is not a @triton.jit function")
@@ -179,6 +192,7 @@ def signature_from_args(fn, args: Sequence[Any] | Mapping[str, Any],
     name -> value mapping; `constexprs` adds keyword constexprs. Parameters left out
     take their defaults. Honours ``do_not_specialize``, ``do_not_specialize_on_alignment``
     and type annotations exactly as the launcher does."""
+    fn = jit_function(fn)
     info = _params(fn)
     names = [p[0] for p in info]
     if isinstance(args, Mapping):
@@ -355,6 +369,7 @@ class _Request:
 
 
 def _request(fn, signature, constexprs, args, arch, num_warps, num_stages, options) -> _Request:
+    fn = jit_function(fn)
     if args is not None:
         if signature is not None:
             raise CompileError("pass either signature= or args=, not both")
@@ -470,7 +485,8 @@ def _compile(req: _Request, keep_ir: bool) -> tuple[CompileResult, bool]:
                   cubin=art.cubin)
     res = CompileResult(status="ok", message="", shared=art.shared, static_shared=fres.static_shared,
                         n_regs=fres.regs, n_spills=fres.n_spills, local_bytes=fres.local_bytes,
-                        reserved_shared=cub.reserved_shared, ptxas_version=cub.ptxas_version or tc.ptxas_version(req.cc),
+                        reserved_shared=cub.reserved_shared,
+                        ptxas_version=cub.ptxas_version or tc.ptxas_version(req.cc),
                         compile_seconds=round(seconds, 3), **base, **ir)
     return res, True
 

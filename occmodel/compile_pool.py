@@ -24,7 +24,7 @@ import os
 import pickle
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
@@ -50,8 +50,10 @@ class CompileJob:
 
 def kernel_ref(fn) -> str | None:
     """How a worker process can re-import `fn` ("module:name" or "/abs/file.py:name"), or None."""
-    inner = getattr(fn, "fn", None)
-    if inner is None:
+    from .compile import jit_function
+    try:
+        inner = jit_function(fn).fn
+    except CompileError:
         return None
     qual, mod = inner.__qualname__, inner.__module__
     if "." in qual or "<" in qual:
@@ -88,6 +90,8 @@ def _as_job(job: Any) -> CompileJob:
 
 def _worker(ref: str, kwargs: dict[str, Any], keep_ir: bool, cache_dir: str | None) -> CompileResult:
     """Runs in a worker: re-import the kernel and compile it (the result is cached here too)."""
+    import warnings
+    warnings.simplefilter("ignore")        # this process's Triton warnings were already shown in the parent
     if cache_dir is not None:
         os.environ["OCCMODEL_CACHE_DIR"] = cache_dir
     return _compile_here(_request(load_kernel(ref), **kwargs), keep_ir)
@@ -218,8 +222,9 @@ def _run_pool(remote, workers: int, reqs, finish) -> None:
         batches = [[job] for job in pending] if isolate else [pending]
         for batch in batches:
             with ProcessPoolExecutor(max_workers=size, mp_context=multiprocessing.get_context("spawn")) as pool:
-                futures = [(item, pool.submit(_worker, *item[2])) for item in batch]
-                for (key, idx, payload), fut in futures:
+                futures = {pool.submit(_worker, *item[2]): item for item in batch}
+                for fut in as_completed(futures):
+                    key, idx, payload = futures[fut]
                     try:
                         res = fut.result()
                     except BrokenProcessPool as exc:

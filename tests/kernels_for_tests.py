@@ -68,3 +68,10 @@ MM_SIG_HINTED = {"A": "*fp16:16", "B": "*fp16:16", "C": "*fp16:16", "M": "i32", 
                  "stride_am": "i32:16", "stride_bk": "i32:16", "stride_cm": "i32:16"}
 MM_SIG_PLAIN = {name: ty.split(":")[0] for name, ty in MM_SIG_HINTED.items()}
 MM_CONSTS = {"BM": 64, "BN": 64, "BK": 32}
+
+
+@triton.jit(do_not_specialize_on_alignment=["M"])
+def annotated_kernel(X, N: tl.int64, M, scale: tl.float32, BLOCK: tl.constexpr):
+    """Annotated and alignment-unspecialised parameters (launcher rules beyond the defaults)."""
+    offs = tl.arange(0, BLOCK)
+    tl.store(X + offs, tl.load(X + offs, mask=offs < N + M) * scale, mask=offs < N + M)

@@ -227,9 +227,9 @@ def test_specialisation_rules():
                                                     FakeTensor(0, "torch.bfloat16"), 1], {"BLOCK": 128})
     assert sig == {"X": "*fp16:16", "Y": "*fp16", "Z": "*bf16:16", "N": "i32:1"}
     assert consts == {"BLOCK": 128}
+    ptrs = {name: FakeTensor(0, "torch.float32") for name in "XYZ"}
     for n, want in ((32, "i32:16"), (17, "i32"), (0, "i32:16"), (2**31, "i64:16"), (2**63, "u64:16")):
-        assert signature_from_args(K.add_kernel, {"X": FakeTensor(0, "torch.float32"), "Y": FakeTensor(0, "torch.float32"),
-                                                  "Z": FakeTensor(0, "torch.float32"), "N": n, "BLOCK": 64})[0]["N"] == want
+        assert signature_from_args(K.add_kernel, dict(ptrs, N=n, BLOCK=64))[0]["N"] == want
     # do_not_specialize: neither ':16' nor ':1'
     assert signature_from_args(K.add_kernel_nospec, [FakeTensor(0, "torch.float16")] * 3 + [1, 64])[0]["N"] == "i32"
     with pytest.raises(CompileError, match="missing argument 'N'"):
@@ -255,6 +255,37 @@ def test_specialisation_matches_tritons_own():
                 assert ours[1] == "1" and v == 1, (v, spec, align)
             else:
                 assert ours == (ty, "16" if key == "D" else ""), (v, spec, align, ty, key)
+
+
+def test_specialisation_matches_tritons_launcher_binder():
+    """signature_from_args against the binder Triton's launcher builds for each kernel, including
+    do_not_specialize, do_not_specialize_on_alignment and annotated parameters."""
+    torch = pytest.importorskip("torch")
+    jit = pytest.importorskip("triton.runtime.jit")
+    if not hasattr(jit, "create_function_from_signature"):
+        pytest.skip("this triton has no create_function_from_signature")
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import make_backend
+    backend = make_backend(GPUTarget("cuda", 90, 32))
+    x = torch.empty(64, dtype=torch.float32)
+    cases = [(K.annotated_kernel, [x, 1, 1, 2.0, 64]), (K.annotated_kernel, [x[1:], 32, 32, 1.0, 64]),
+             (K.annotated_kernel, [x, 17, 48, 1, 64]), (K.add_kernel_nospec, [x, x, x, 1, 64]),
+             (K.add_kernel, [x, x[2:], x, 1, 64]), (K.add_kernel, [x, x, x[4:], 2**40, 64])]
+    for fn, args in cases:
+        _, spec, _ = jit.create_function_from_signature(fn.signature, fn.params, backend)(*args)
+        sig, consts = signature_from_args(fn, args)
+        ours = [("constexpr", consts[n]) if n in consts else ("constexpr", 1) if sig[n].endswith(":1")
+                else (sig[n].split(":")[0], sig[n].endswith(":16")) for n in fn.arg_names]
+        theirs = [(ty, key) if ty == "constexpr" else (ty, key == "D") for ty, key in spec]
+        assert ours == theirs, (fn.__name__, args)
+
+
+def test_mlir_failures_are_summarised_from_the_diagnostics():
+    from occmodel.compile import _classify
+    status, message, detail = _classify(RuntimeError("PassManager::run failed"),
+                                        "loc(\"k.py\":3:4): error: 'ttg.local_alloc' op too big\nnote: x\n")
+    assert status == "compile_error" and message == "MLIR: 'ttg.local_alloc' op too big"
+    assert "PassManager::run failed" in detail and "note: x" in detail
 
 
 def test_args_give_the_launchers_compile():
