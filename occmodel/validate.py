@@ -127,6 +127,10 @@ def compiled_occupancy(card: KernelCard, spec: HardwareSpec, cfg: Config) -> dic
     return out
 
 
+def _problem_key(card: KernelCard, cfg: Config) -> tuple:
+    return tuple(sorted((k, v) for k, v in cfg.items() if not card.param(k).tunable))
+
+
 def run(p: Plan, seed: int = 0, progress=print) -> Result:
     """Correctness gate, interleaved timing and verdicts on the local GPU."""
     from . import gpu
@@ -147,11 +151,14 @@ def run(p: Plan, seed: int = 0, progress=print) -> Result:
         if not pr.correctness["baseline"]["ok"]:
             results.append(pr)
             continue
-        benches = {}
+        benches, shared_sets = {}, {}
         for name, cfg in configs.items():
             if pr.correctness[name]["ok"]:
-                sets = gpu.input_sets(p.card, cfg, point, l2, seed=seed + 100)
-                benches[name] = gpu.Bench(lambda s, cfg=cfg: p.card.launch(s, cfg), sets, flush_bytes=2 * l2)
+                key = _problem_key(p.card, cfg)          # configs of one problem time on the same inputs
+                if key not in shared_sets:
+                    shared_sets[key] = gpu.input_sets(p.card, cfg, point, l2, seed=seed + 100)
+                benches[name] = gpu.Bench(lambda s, cfg=cfg: p.card.launch(s, cfg), shared_sets[key],
+                                          flush_bytes=2 * l2)
         progress(f"point {point}: timing {len(benches)} configs x {p.rounds} rounds")
         samples: dict[str, list[float]] = {name: [] for name in benches} | {"baseline'": []}
         for _ in range(p.rounds):
@@ -166,11 +173,10 @@ def run(p: Plan, seed: int = 0, progress=print) -> Result:
         pr.base_throughput = p.card.work_units(point) / t_base
         ref_fn = getattr(p.card, "torch_baseline", None)
         if ref_fn is not None:
-            sets = gpu.input_sets(p.card, base, point, l2, seed=seed + 200)
-            bench = gpu.Bench(lambda s: ref_fn(s), sets, flush_bytes=2 * l2)
+            bench = gpu.Bench(lambda s: ref_fn(s), shared_sets[_problem_key(p.card, base)], flush_bytes=2 * l2)
             pr.torch_ref_s = sorted(bench.sample() for _ in range(5))[2]
         results.append(pr)
-        del benches
+        del benches, shared_sets
     verdicts = {}
     for premise, cand in zip(p.premises, p.candidates):
         name = name_of(base, cand)
