@@ -2,7 +2,8 @@
 
 Each repetition is one full validation of "candidate = baseline" at a workload
 point, with the same machinery `occmodel validate` uses: the candidate is an
-independent instance of the baseline config (its own inputs and CUDA graph),
+independent instance of the baseline config (its own CUDA graph over the same
+input sets, as validate times every config of a problem on the same inputs),
 timed interleaved with baseline A and A' over `--rounds` rounds, then
 stats.compare gives the verdict. A sound noise band makes (nearly) all of them
 INCONCLUSIVE; the study reports how many were, and the bands and ratios seen.
@@ -45,8 +46,8 @@ def main() -> int:
     rows = []
     for value in values.split(","):
         point = card.resolve_point({**fixed, axis: value})
-        benches = [gpu.Bench(lambda s: card.launch(s, cfg), gpu.input_sets(card, cfg, point, l2, seed=10 * i),
-                             flush_bytes=2 * l2) for i in range(2)]
+        sets = gpu.input_sets(card, cfg, point, l2, seed=100)     # shared, as validate shares them
+        benches = [gpu.Bench(lambda s: card.launch(s, cfg), sets, flush_bytes=2 * l2) for _ in range(2)]
         for rep in range(args.repeats):
             a, a2, b = [], [], []
             for _ in range(args.rounds):
