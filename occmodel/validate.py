@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from .card import Config, KernelCard
+from .errors import NoGPUError
 from .model import predict
 from .occupancy import occupancy
 from .premise import MECHANISM_HOLDS, StaticPremise, static_premise
@@ -119,12 +120,24 @@ def compiled_occupancy(card: KernelCard, spec: HardwareSpec, cfg: Config) -> dic
     from .compile import compile_kernel
     res = compile_kernel(card.kernel, signature=card.signature(cfg), constexprs=card.constexprs(cfg),
                          arch=spec.arch, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
-    out = {"status": res.status, "message": res.message}
+    out = {"status": res.status, "message": res.message,
+           "versions": f"triton {res.triton_version}, ptxas {res.ptxas_version}"}
     if res.status == "ok":
         occ = occupancy(spec, 32 * cfg["num_warps"], res.n_regs, res.total_shared, with_headroom=False)
         out.update(shared=res.total_shared, n_regs=res.n_regs, n_spills=res.n_spills,
                    blocks_per_sm=occ.blocks_per_sm, warps_per_sm=occ.warps_per_sm)
     return out
+
+
+def require_gpu() -> None:
+    """NoGPUError (exit 2) unless torch is installed and sees a CUDA GPU."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise NoGPUError("validate needs torch with CUDA on a GPU machine; install it with "
+                         "pip install 'occmodel[torch]' (or use --dry-run)") from None
+    from . import gpu
+    gpu.require_gpu()
 
 
 def _problem_key(card: KernelCard, cfg: Config) -> tuple:

@@ -76,6 +76,8 @@ def build_plan(args) -> V.Plan:
 
 
 def run(args) -> Report:
+    if not args.dry_run:
+        V.require_gpu()                      # before any compile: fail fast, one line
     plan = build_plan(args)
     if args.dry_run:
         return plan_report(plan)
@@ -100,7 +102,10 @@ def _static_section(plan: V.Plan) -> Section:
     cols = [("config", "config"), ("pred_shared", "shared (pred.)"), ("pred_regs", "regs (pred.)"),
             ("pred_warps_per_sm", "warps/SM (pred.)"), ("shared", f"shared ({plan.spec.arch})"),
             ("n_regs", "regs"), ("n_spills", "spills"), ("warps_per_sm", "warps/SM"), ("compile", "compile")]
-    return Section(f"Static picture on {plan.spec.name} (model and real compile)", cols, rows)
+    versions = {(r.compiled or {}).get("versions") for r in plan.static} - {None}
+    notes = [f"compiled with {v}; register counts (and so occupancy) differ between triton versions"
+             for v in sorted(versions)]
+    return Section(f"Static picture on {plan.spec.name} (model and real compile)", cols, rows, notes)
 
 
 def _premise_section(plan: V.Plan) -> Section:
@@ -110,21 +115,28 @@ def _premise_section(plan: V.Plan) -> Section:
                                                               ("why", "why")], rows)
 
 
-def plan_report(plan: V.Plan) -> Report:
+def _what_section(plan: V.Plan, title: str, extra_rows=()) -> Section:
     base = ", ".join(f"{k}={v}" for k, v in plan.baseline.items())
     pts = "; ".join(", ".join(f"{k}={v}" for k, v in p.items()) for p in plan.points)
-    what = Section("Plan (dry run: nothing was timed)", [("item", "item"), ("value", "value")], [
-        {"item": "kernel", "value": plan.card.name}, {"item": "baseline", "value": base},
-        {"item": "candidates", "value": "; ".join(V.name_of(plan.baseline, c) for c in plan.candidates)},
-        {"item": "points", "value": pts}, {"item": "rounds per point", "value": plan.rounds},
-        {"item": "estimated device time", "value": f"{plan.est_device_s:.0f} s"}])
+    rows = [{"item": "kernel", "value": f"{plan.card.name}: {plan.card.summary}"},
+            {"item": "baseline", "value": base},
+            {"item": "candidates", "value": "; ".join(V.name_of(plan.baseline, c) for c in plan.candidates)},
+            {"item": "workload points", "value": pts}, {"item": "rounds per point", "value": plan.rounds},
+            {"item": "spec", "value": f"{plan.spec.name} ({plan.spec.description})"}]
+    return Section(title, [("item", "item"), ("value", "value")], rows + list(extra_rows))
+
+
+def plan_report(plan: V.Plan) -> Report:
+    what = _what_section(plan, "Plan (dry run: nothing was timed)",
+                         [{"item": "estimated device time", "value": f"{plan.est_device_s:.0f} s"}])
     return Report("validate", [what, _static_section(plan), _premise_section(plan)],
                   [f"spec {plan.spec.name}; estimate from the roofline of {plan.spec.product().name}"])
 
 
 def result_report(res: V.Result, args) -> Report:
     plan = res.plan
-    sections = [_static_section(plan), _premise_section(plan)]
+    verdicts = [{"item": f"verdict: {name}", "value": v} for name, v in res.overall.items()]
+    sections = [_what_section(plan, "What was tested", verdicts), _static_section(plan), _premise_section(plan)]
     unit = plan.card.throughput_unit
     for cand in plan.candidates:
         name = V.name_of(plan.baseline, cand)

@@ -1,0 +1,90 @@
+"""validate without a GPU: the plan, the static premise checks, and the no-GPU error."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from occmodel import load_spec
+from occmodel.card import load_card
+from occmodel.premise import DOES_NOT_FIT, MECHANISM_FAILS, MECHANISM_HOLDS, static_premise
+from occmodel.validate import plan
+
+ROOT = Path(__file__).parent.parent
+USER_CARD = f"{ROOT / 'examples' / 'user_card.py'}:CARD"
+
+
+def occmodel(*args):
+    return subprocess.run([sys.executable, "-m", "occmodel", *args], capture_output=True, text=True, timeout=600)
+
+
+def test_no_gpu_is_one_line_exit_2():
+    pytest.importorskip("torch")
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    proc = occmodel("validate", "--candidate", "num_warps=8", "--points", "C=8")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == ("occmodel: error: validate needs a CUDA GPU and none is visible "
+                                   "(torch.cuda.is_available() is False); use --dry-run to see the plan on this machine")
+
+
+def test_dry_run_shows_the_seed_plan_and_static_verdicts():
+    proc = occmodel("validate", "--kernel", "decode_attention", "--spec", "sm_90",
+                    "--baseline", "BLOCK_T=16,num_warps=4,num_stages=2", "--candidate", "num_warps=8",
+                    "--candidate", "num_stages=3", "--points", "C=1,8,48,64,96", "-D", "ctx=8192",
+                    "--dry-run", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    plan_rows = {r["item"]: r["value"] for r in doc["sections"][0]["rows"]}
+    assert plan_rows["candidates"] == "num_warps 4->8; num_stages 2->3"
+    assert plan_rows["workload points"].count("ctx=8192") == 5
+    assert float(plan_rows["estimated device time"].split()[0]) < 180
+    static = {r["config"]: r for r in doc["sections"][1]["rows"]}
+    assert static["num_stages 2->3"]["shared"] > static["baseline"]["shared"]   # one more KV tile
+    premises = doc["sections"][2]["rows"]
+    # num_warps 4->8: whether occupancy rises depends on the registers this triton's ptxas allocates
+    # (triton 3.6 on the H200: 128 -> 94 regs, 16 -> 16 warps/SM, fails; triton 3.9: 126 -> 80, 16 -> 24)
+    base_w, cand_w = static["baseline"]["warps_per_sm"], static["num_warps 4->8"]["warps_per_sm"]
+    assert premises[0]["mechanism"] == (MECHANISM_HOLDS if cand_w > base_w else MECHANISM_FAILS)
+    assert f"compiled resident warps/SM {'stay' if cand_w == base_w else ''}".strip() in premises[0]["why"]
+    assert premises[1]["mechanism"] == MECHANISM_HOLDS
+
+
+def test_plan_for_a_users_card_file():
+    card = load_card(USER_CARD)
+    base = card.resolve()
+    p = plan(card, load_spec("sm_90"), base, [card.resolve({"num_warps": 8})], [card.resolve_point({})], rounds=15)
+    assert p.static[0].compiled["status"] == "ok"
+    # the user's model of shared memory (4 B per warp for the reductions) matches the compile
+    assert [r.predicted_shared for r in p.static] == [r.compiled["shared"] for r in p.static] == [16, 32]
+    assert p.premises[0].mechanism == MECHANISM_FAILS           # already 64 warps/SM: nothing to raise
+
+
+@pytest.mark.parametrize("bad, fragment", [
+    (["--candidate", "num_warps=3"], "num_warps=3 is not allowed; allowed: 1, 2, 4, 8, 16, 32"),
+    (["--candidate", "num_stages=2", "--points", "Q=1,2"], "--points Q: not a workload parameter"),
+    (["--candidate", "num_stages=2", "--rounds", "3"], "--rounds 3 is too few; allowed >= 5"),
+    (["--candidate", "BLOK_T=32"], "did you mean 'BLOCK_T'"),
+    ([], "no --candidate given"),
+])
+def test_bad_validate_input_is_one_line(bad, fragment):
+    proc = occmodel("validate", "--dry-run", "--no-compile", *bad)
+    assert proc.returncode == 2 and fragment in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_static_premise_rules():
+    base, deeper, wider = {"num_warps": 4, "num_stages": 2}, {"num_warps": 4, "num_stages": 3}, \
+        {"num_warps": 8, "num_stages": 2}
+    flat = static_premise(base, deeper, base_warps=16, cand_warps=16, base_shared=37376, cand_shared=37376,
+                          cand_fits=True)
+    assert flat.mechanism == MECHANISM_FAILS and "no-op" in flat.why
+    grows = static_premise(base, deeper, base_warps=16, cand_warps=8, base_shared=37376, cand_shared=55808,
+                           cand_fits=True, source="compiled")
+    assert grows.mechanism == MECHANISM_HOLDS and "fall 16 -> 8" in grows.note
+    assert static_premise(base, wider, base_warps=8, cand_warps=16, base_shared=0, cand_shared=0,
+                          cand_fits=True).mechanism == MECHANISM_HOLDS
+    assert static_premise(base, wider, base_warps=8, cand_warps=0, base_shared=0, cand_shared=0,
+                          cand_fits=False).mechanism == DOES_NOT_FIT
