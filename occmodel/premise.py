@@ -8,7 +8,10 @@ Levers and their mechanisms:
 * num_stages up alone: "deepens the software pipeline (more loads in flight),
   so throughput rises" -- holds iff shared memory grows, i.e. Triton really
   pipelines a load (a num_stages change that leaves shared memory flat is a
-  no-op and the premise is refuted before any timing).
+  no-op and the premise is refuted before any timing). Where the compiled TTGIR
+  is at hand (occmodel.pipeline), `prefetch` decides instead: shared memory can
+  grow while the loads that matter stay as deep (a pipelined page-id vector, a
+  second staging copy), and flat shared memory says nothing about why.
 """
 
 from __future__ import annotations
@@ -30,6 +33,14 @@ class StaticPremise:
     note: str = ""             # a side effect worth knowing (e.g. occupancy falls)
 
 
+@dataclass(frozen=True)
+class Prefetch:
+    """Pipelining evidence for a num_stages premise (from occmodel.pipeline.prefetch_change)."""
+
+    deeper: bool               # a load that matters is kept further ahead at the candidate
+    why: str                   # per-load ring depths, baseline -> candidate
+
+
 def lever(base: Mapping[str, Any], cand: Mapping[str, Any]) -> str:
     changed = [f"{k} {base[k]}->{cand[k]}" for k in cand if base.get(k) != cand[k]]
     return ", ".join(changed) if changed else "no change"
@@ -37,9 +48,10 @@ def lever(base: Mapping[str, Any], cand: Mapping[str, Any]) -> str:
 
 def static_premise(base: Mapping[str, Any], cand: Mapping[str, Any], *, base_warps: int, cand_warps: int,
                    base_shared: int, cand_shared: int, cand_fits: bool,
-                   source: str = "predicted") -> StaticPremise:
+                   source: str = "predicted", prefetch: Prefetch | None = None) -> StaticPremise:
     """The premise of a config change, its mechanism checked from resident warps per
-    SM and shared memory (`source` says whether those were predicted or compiled)."""
+    SM and shared memory (`source` says whether those were predicted or compiled),
+    and for num_stages alone from the pipelining evidence `prefetch` when given."""
     what = lever(base, cand)
     changed = {k for k in cand if base.get(k) != cand[k]}
     deeper = changed == {"num_stages"} and cand["num_stages"] > base["num_stages"]
@@ -53,6 +65,15 @@ def static_premise(base: Mapping[str, Any], cand: Mapping[str, Any], *, base_war
     if not cand_fits:
         return StaticPremise(what, claim, DOES_NOT_FIT,
                              f"the candidate does not fit on the SM ({source}); nothing to measure")
+    if deeper and prefetch is not None:
+        shared = f"{source} shared memory {base_shared:,} -> {cand_shared:,} B"
+        if prefetch.deeper:
+            return StaticPremise(what, claim, MECHANISM_HOLDS,
+                                 f"{prefetch.why}; {shared}: the loads are prefetched deeper; only a "
+                                 "measurement can say whether throughput follows", occ_note)
+        return StaticPremise(what, claim, MECHANISM_FAILS,
+                             f"{prefetch.why}; {shared}: num_stages does not deepen the prefetch, so the "
+                             "premise is refuted before any timing", occ_note)
     if deeper:
         if cand_shared > base_shared:
             return StaticPremise(what, claim, MECHANISM_HOLDS,

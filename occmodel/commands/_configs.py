@@ -74,3 +74,85 @@ def check_carveout(value):
     if value is not None and not 0 <= value <= 100:
         raise ConfigError(f"--carveout {value} is out of range; allowed 0..100 percent")
     return value
+
+
+# ------------------------------------------------- kernels without a card
+def load_kernel_arg(text: str):
+    """--kernel as a KernelCard (built-in name, a card module under occmodel/kernels, or
+    file.py:CARD / module:CARD) or a bare @triton.jit function (file.py:fn / module:fn)."""
+    import importlib
+    from ..card import KernelCard, load_card, load_object
+    from ..errors import KernelError
+    if ":" not in text:
+        try:
+            return load_card(text)
+        except KernelError:
+            if not text.isidentifier():
+                raise
+            try:                                 # a card module not (yet) in BUILTIN_CARDS
+                card = getattr(importlib.import_module(f"occmodel.kernels.{text}"), "CARD", None)
+            except ModuleNotFoundError:
+                card = None
+            if isinstance(card, KernelCard):
+                return card
+            raise
+    obj = load_object(text)
+    if isinstance(obj, KernelCard):
+        return obj
+    from ..compile import jit_function
+    from ..errors import CompileError
+    try:
+        return jit_function(obj)
+    except CompileError:
+        raise KernelError(f"{text!r} is a {type(obj).__name__}, neither a KernelCard nor a @triton.jit "
+                          "function") from None
+
+
+def constexpr_value(text: str):
+    """A -D value for a bare kernel: int (0x.. too), float, True/False, tl.<dtype>, else the string."""
+    text = text.strip()
+    for conv in (lambda t: int(t, 0), float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    if text in ("True", "False"):
+        return text == "True"
+    if text.startswith(("tl.", "triton.language.")):
+        import triton.language as tl
+        attr = text.rsplit(".", 1)[1]
+        if hasattr(tl, attr):
+            return getattr(tl, attr)
+    return text
+
+
+def kernel_sweep(args, default_warps=(4,), default_stages=(3,)) -> tuple[list[str], list[dict]]:
+    """(swept names, configs) for a bare kernel: the product of -D lists, --warps and
+    --stages; each config holds its constexprs plus num_warps and num_stages."""
+    axes: dict[str, list] = {}
+    for name, values in args.defines:
+        if name in axes:
+            raise ConfigError(f"-D {name} given twice; list its values once: -D {name}=V1,V2")
+        axes[name] = [constexpr_value(v) for v in values]
+    axes["num_warps"] = list(args.warps or default_warps)
+    axes["num_stages"] = list(args.stages or default_stages)
+    for w in axes["num_warps"]:
+        if w < 1 or w > 32 or w & (w - 1):
+            raise ConfigError(f"--warps {w} is not allowed; allowed: 1, 2, 4, 8, 16, 32")
+    for s in axes["num_stages"]:
+        if s < 1:
+            raise ConfigError(f"--stages {s} is not allowed; allowed >= 1")
+    swept = [k for k, v in axes.items() if len(v) > 1]
+    return swept, [dict(zip(axes, combo)) for combo in itertools.product(*axes.values())]
+
+
+def signature_arg(text: str | None):
+    """--signature: the AOT string ('*fp16:16, i32') or NAME=TYPE pairs ('X=*fp16:16,N=i32')."""
+    if text is None:
+        return None
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if parts and all("=" in p for p in parts):
+        return {k.strip(): v.strip() for k, v in (p.split("=", 1) for p in parts)}
+    if any("=" in p for p in parts):
+        raise ConfigError(f"--signature {text!r} mixes NAME=TYPE and positional entries; use one form")
+    return text

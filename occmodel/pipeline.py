@@ -1,0 +1,362 @@
+"""Which loads Triton software-pipelined, and how deep: a text analysis of the TTGIR.
+
+    res = compile_kernel(fn, ..., keep_ir=True)
+    rep = analyze(res)                      # or parse_ttgir(text)
+    rep.main.loads                          # one LoopLoad per load of the main scf.for
+
+Contract (checked on triton 3.6 and 3.9, whose TTGIR spells these ops alike):
+
+* a load is **pipelined** when, inside the loop body, it is an asynchronous copy
+  into shared memory -- ``ttg.async_copy_global_to_local`` (cp.async) or
+  ``ttng.async_tma_copy_global_to_local`` (TMA) -- whose destination is a slot
+  of a ring ``ttg.local_alloc : () -> !ttg.memdesc<D x ...>``; D is the ring's
+  depth (**buffers**), and ``buffers - 1`` tiles can be in flight while one is
+  consumed (**ahead**). Copies of one source load into several rings (Triton
+  stages a value once per consumer layout) are one load.
+* a load that stays ``tt.load`` / ``tt.descriptor_load`` in the loop body is
+  **plain** (not pipelined); ``in_branch`` says it sits in an ``scf.if`` region.
+* loads are named by the source variable Triton records in the location
+  (``loc("k_lat"(...))``) and placed by file:line when the location has one.
+
+Pure: string processing (only :func:`compiled_prefetch` compiles, importing triton lazily).
+"""
+
+from __future__ import annotations
+
+import linecache
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+ASYNC_OPS = {"ttg.async_copy_global_to_local": "cp.async", "ttng.async_tma_copy_global_to_local": "TMA",
+             "ttng.async_tma_gather": "TMA"}
+PLAIN_OPS = ("tt.load", "tt.descriptor_load", "tt.descriptor_gather")
+DOT_OPS = ("tt.dot", "ttng.warp_group_dot", "ttng.tc_gen5_mma", "tt.dot_scaled")
+_BYTES = {"i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "f16": 2, "bf16": 2, "f32": 4, "f64": 8, "tf32": 4}
+
+_OP = re.compile(r'^\s*(?:(%[\w.#-]+)(?::\d+)?(?:\s*,\s*%[\w.#-]+)*\s*=\s*)?"?([a-z_][\w]*\.[\w.]+)"?')
+_MEMDESC = re.compile(r"!ttg\.memdesc<((?:\d+x)+)([a-zA-Z]\w*)")
+_TENSOR_PTR = re.compile(r"tensor<([0-9x]+)x!tt\.ptr<(\w+)>")
+_SCALAR_PTR = re.compile(r":\s*!tt\.ptr<(\w+)>")
+_DESC = re.compile(r"!tt\.tensordesc<([0-9x]+)x(\w+)")
+_LOCREF = re.compile(r"loc\((#loc\d*)\)\s*$")
+_LOCDEF = re.compile(r"^(#loc\d*)\s*=\s*loc\((.*)\)\s*$")
+_STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
+_WAIT = re.compile(r"\{num = (\d+) : i32\}")
+
+
+@dataclass(frozen=True)
+class LoopLoad:
+    name: str                  # source variable ("k_lat") or the SSA name without its suffix
+    kind: str                  # "cp.async" | "TMA" | "plain"
+    buffers: int               # ring depth (0 for a plain load)
+    tile: str                  # one slot / the loaded tensor, e.g. "16x512xbf16"
+    slot_bytes: int            # bytes of one slot (summed over the rings the load is staged into)
+    rings: int = 0             # how many rings hold this load (>1: staged once per consumer layout)
+    in_branch: bool = False    # inside an scf.if region of the loop body
+    where: str = ""            # "file.py:106" when known
+    source: str = ""           # that source line, stripped
+
+    @property
+    def pipelined(self) -> bool:
+        return self.kind != "plain"
+
+    @property
+    def ahead(self) -> int:
+        """Tiles that can be in flight while one is consumed: buffers - 1 (0 when plain)."""
+        return max(self.buffers - 1, 0)
+
+
+@dataclass(frozen=True)
+class LoopInfo:
+    where: str                 # the scf.for's source position
+    depth: int                 # nesting depth among loops (0 = outermost)
+    has_dot: bool
+    loads: tuple[LoopLoad, ...]
+    wait_groups: int | None    # smallest `num` of the ttg.async_wait ops in the body (groups left in flight)
+    groups_per_iteration: int  # ttg.async_commit_group ops in the body
+
+
+@dataclass(frozen=True)
+class PipelineReport:
+    kernel: str
+    arch: str
+    num_stages: int | None
+    loops: tuple[LoopInfo, ...] = field(default_factory=tuple)
+
+    @property
+    def main(self) -> LoopInfo | None:
+        """The loop that matters: the innermost one with a dot, else the one with most loads."""
+        if not self.loops:
+            return None
+        dotted = [lp for lp in self.loops if lp.has_dot]
+        if dotted:
+            return max(dotted, key=lambda lp: (lp.depth, len(lp.loads)))
+        return max(self.loops, key=lambda lp: (len(lp.loads), -lp.depth))
+
+    @property
+    def ahead(self) -> int:
+        """The deepest prefetch of the main loop's loads (0: nothing in flight during compute)."""
+        m = self.main
+        return max((ld.ahead for ld in m.loads), default=0) if m else 0
+
+
+class _Locations:
+    """Resolves ``loc(#locN)`` references to (name, "file:line", file, line)."""
+
+    def __init__(self, lines: list[str]):
+        self.defs = {}
+        for ln in lines:
+            m = _LOCDEF.match(ln.strip())
+            if m:
+                self.defs[m.group(1)] = m.group(2)
+
+    def resolve(self, body: str, limit: int = 8) -> tuple[str, str, str, int, int]:
+        name, file, line, col = "", "", 0, 0
+        for _ in range(limit):
+            m = re.match(r'^"([^"]*)"\((#loc\d*)\)$', body)
+            if m:                                    # a named location: loc("k_lat"(#loc34))
+                name = name or m.group(1)
+                body = self.defs.get(m.group(2), "")
+                continue
+            m = re.match(r'^"([^"]*)":(\d+):(\d+)$', body)
+            if m:
+                file, line, col = m.group(1), int(m.group(2)), int(m.group(3))
+                break
+            m = re.match(r"^callsite\((#loc\d*) at (#loc\d*)\)$", body)
+            if m:
+                body = self.defs.get(m.group(2), "")
+                continue
+            m = re.match(r"^(#loc\d*)$", body)
+            if m:
+                body = self.defs.get(m.group(1), "")
+                continue
+            break
+        short = f"{file.rsplit('/', 1)[-1]}:{line}" if file else ""
+        return name, short, file, line, col
+
+    def of(self, text: str) -> tuple[str, str, str, int, int]:
+        m = _LOCREF.search(text)
+        if m:
+            return self.resolve(self.defs.get(m.group(1), ""))
+        m = re.search(r"loc\((\"[^\"]*\":\d+:\d+)\)\s*$", text)
+        return self.resolve(m.group(1)) if m else ("", "", "", 0, 0)
+
+
+def _dims(text: str) -> list[int]:
+    return [int(d) for d in text.split("x") if d]
+
+
+def _slot(dims: list[int], dtype: str) -> tuple[str, int]:
+    size = 1
+    for d in dims:
+        size *= d
+    nbytes = size * _BYTES.get(dtype, 1 if dtype.startswith(("f8", "i8")) else 4)
+    return "x".join(map(str, dims + [dtype])) if dims else dtype, nbytes
+
+
+def _plain_tile(text: str) -> tuple[str, int]:
+    m = _TENSOR_PTR.search(text)
+    if m:
+        return _slot(_dims(m.group(1)), m.group(2))
+    m = _DESC.search(text)
+    if m:
+        return _slot(_dims(m.group(1)), m.group(2))
+    m = _SCALAR_PTR.search(text)
+    return _slot([], m.group(1)) if m else ("?", 0)
+
+
+def parse_ttgir(text: str, kernel: str = "", arch: str = "", num_stages: int | None = None) -> PipelineReport:
+    """Every scf.for of the public kernel function, with the loads in its body."""
+    lines = text.splitlines()
+    locs = _Locations(lines)
+    defs: dict[str, tuple[str, str]] = {}           # ssa -> (op, line); iter_args -> ("iter_arg", init)
+    for ln in lines:
+        m = _OP.match(ln)
+        if m and m.group(1):
+            defs[m.group(1)] = (m.group(2), ln)
+        if "iter_args(" in ln:
+            for alias, init in re.findall(r"(%[\w.#-]+) = (%[\w.#-]+)", ln.split("iter_args(", 1)[1]):
+                defs.setdefault(alias, ("iter_arg", init))
+
+    def ring_of(value: str, hops: int = 8) -> tuple[str, list[int], str] | None:
+        """(alloc ssa, dims, dtype) of the ring a memdesc value is a slot of."""
+        for _ in range(hops):
+            op, ln = defs.get(value, ("", ""))
+            if op == "ttg.local_alloc":
+                m = _MEMDESC.search(ln.split("->", 1)[-1])
+                return (value, _dims(m.group(1)), m.group(2)) if m else None
+            if op == "iter_arg":
+                value = ln
+                continue
+            m = re.search(rf"{re.escape(op)}\s+(%[\w.#-]+)", ln) if op in (
+                "ttg.memdesc_index", "ttg.memdesc_subview") else None
+            if not m:
+                return None
+            value = m.group(1)
+        return None
+
+    loops: list[dict[str, Any]] = []
+    stack: list[tuple[str, dict | None]] = []        # (op opening a region, loop record or None)
+    for ln in lines:
+        m = _OP.match(ln)
+        op = m.group(2) if m else ""
+        in_func = any(kind == "tt.func public" for kind, _ in stack)
+        inner = max((i for i, (_, rec) in enumerate(stack) if rec is not None), default=None)
+        if in_func and inner is not None:
+            branch = any(kind == "scf.if" for kind, _ in stack[inner + 1:])
+            _collect(stack[inner][1], op, ln, branch, locs, ring_of)
+        bare = _STRINGS.sub('""', ln)
+        net = bare.count("{") - bare.count("}")
+        for _ in range(max(net, 0)):
+            rec = None
+            if op == "scf.for" and in_func:
+                rec = {"where": locs.of(ln)[1], "depth": sum(1 for _, r in stack if r is not None),
+                       "dot": False, "loads": {}, "waits": [], "commits": 0}
+                loops.append(rec)
+            kind = "tt.func public" if op == "tt.func" and " public " in ln else op
+            stack.append((kind, rec))
+            op = ""                                   # further braces on the line open plain regions
+        for _ in range(max(-net, 0)):
+            if stack:
+                _, rec = stack.pop()
+                if rec is not None and not rec["where"]:      # the loop's location closes it
+                    rec["where"] = locs.of(ln)[1]
+    infos = tuple(LoopInfo(rec["where"], rec["depth"], rec["dot"], tuple(_merge(rec["loads"])),
+                           min(rec["waits"]) if rec["waits"] else None, rec["commits"]) for rec in loops)
+    return PipelineReport(kernel, arch, num_stages, infos)
+
+
+def _collect(rec: dict, op: str, ln: str, branch: bool, locs: _Locations, ring_of) -> None:
+    if op in DOT_OPS:
+        rec["dot"] = True
+    elif op == "ttg.async_wait":
+        m = _WAIT.search(ln)
+        if m:
+            rec["waits"].append(int(m.group(1)))
+    elif op == "ttg.async_commit_group":
+        rec["commits"] += 1
+    elif op in ASYNC_OPS or op in PLAIN_OPS:
+        name, where, file, line, col = locs.of(ln)
+        ssa = (_OP.match(ln).group(1) or "").lstrip("%")
+        name = name or re.sub(r"_\d+$", "", ssa) or "?"
+        entry = rec["loads"].setdefault((name, where, col) if where else (name, ssa), {
+            "name": name, "where": where, "col": col, "file": file, "line": line, "kinds": set(), "rings": {},
+            "plain": None, "branch": False})
+        entry["branch"] = entry["branch"] or branch
+        if op in PLAIN_OPS:
+            entry["plain"] = _plain_tile(ln)
+            return
+        entry["kinds"].add(ASYNC_OPS[op])
+        pattern = (r"async_copy_global_to_local\s+%[\w.#-]+\s*,\s*(%[\w.#-]+)"
+                   if op == "ttg.async_copy_global_to_local" else r"\]\s*(%[\w.#-]+)")
+        dst = re.search(pattern, ln)
+        ring = ring_of(dst.group(1)) if dst else None
+        if ring is not None:
+            entry["rings"][ring[0]] = (ring[1], ring[2])
+
+
+def _merge(loads: Mapping[tuple, dict]) -> Iterable[LoopLoad]:
+    seen: dict[tuple[str, str], int] = {}
+    for entry in loads.values():
+        seen[(entry["name"], entry["where"])] = seen.get((entry["name"], entry["where"]), 0) + 1
+    for entry in loads.values():
+        if entry["where"] and seen[(entry["name"], entry["where"])] > 1:   # two loads on one line
+            entry["where"] += f":{entry['col']}"
+        source = linecache.getline(entry["file"], entry["line"]).strip() if entry["file"] else ""
+        if entry["kinds"]:
+            rings = list(entry["rings"].values())
+            buffers = max((d[0] for d, _ in rings if d), default=1)
+            tiles = [_slot(d[1:], t) for d, t in rings] or [("?", 0)]
+            yield LoopLoad(entry["name"], "+".join(sorted(entry["kinds"])), buffers, tiles[0][0],
+                           sum(b for _, b in tiles), len(rings), entry["branch"], entry["where"], source)
+        else:
+            tile, nbytes = entry["plain"] or ("?", 0)
+            yield LoopLoad(entry["name"], "plain", 0, tile, nbytes, 0, entry["branch"], entry["where"], source)
+
+
+def analyze(res: Any) -> PipelineReport:
+    """The pipelining report of a CompileResult compiled with keep_ir=True (ValueError without TTGIR)."""
+    if not getattr(res, "ttgir", None):
+        raise ValueError("no TTGIR: compile with keep_ir=True (and status ok)")
+    return parse_ttgir(res.ttgir, res.kernel, res.arch, res.num_stages)
+
+
+# ------------------------------------------------------------- comparisons
+SIGNIFICANT = 0.10          # a load carrying < 10 % of the loop's bytes per iteration does not decide a premise
+
+
+def _describe(ld: LoopLoad | None) -> str:
+    if ld is None:
+        return "absent"
+    if not ld.pipelined:
+        return "plain tt.load"
+    return f"{ld.kind} {ld.buffers} buffer{'s' if ld.buffers != 1 else ''} ({ld.ahead} ahead)"
+
+
+def prefetch_change(base: PipelineReport, cand: PipelineReport) -> tuple[bool, str]:
+    """(deeper, why): does the candidate keep a significant load of the main loop further
+    ahead than the baseline? `why` names each load's change (the evidence for a premise)."""
+    bm, cm = base.main, cand.main
+    if cm is None:
+        return False, "the kernel has no scf.for loop: num_stages has nothing to pipeline"
+    before = {(ld.name, ld.where): ld for ld in (bm.loads if bm else ())}
+    total = sum(ld.slot_bytes for ld in cm.loads) or 1
+    parts, deeper, minor = [], False, []
+    for ld in cm.loads:
+        old = before.get((ld.name, ld.where))
+        share = ld.slot_bytes / total
+        change = (f"{_describe(old)} -> {_describe(ld)}" if _describe(old) != _describe(ld)
+                  else f"stays {_describe(ld)}")
+        text = f"{ld.name} [{ld.tile}] {change}"
+        if share < SIGNIFICANT:
+            minor.append(f"{text}, {100 * share:.0f}% of the loop's bytes")
+            continue
+        parts.append(text)
+        deeper = deeper or ld.ahead > (old.ahead if old else 0)
+    where = f" ({cm.where})" if cm.where else ""
+    why = f"TTGIR of the main loop{where}, num_stages {base.num_stages} -> {cand.num_stages}: " + "; ".join(parts)
+    if minor:
+        why += "; minor: " + "; ".join(minor)
+    if not any(ld.pipelined for ld in cm.loads):
+        why += ". No load of the loop is pipelined"
+    elif not deeper:
+        why += ". No load that matters is prefetched further ahead"
+    return deeper, why
+
+
+def fill_rows(card: Any, cfg: Mapping[str, Any], report: PipelineReport,
+              points: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Main-loop iterations per CTA at each workload point against the tiles in flight.
+    A CTA with n iterations overlaps at most n - 1 of them with a copy in flight; with
+    n <= ahead the prologue's extra tiles fall past the end (predicated off) and the
+    pipeline never reaches its depth."""
+    ahead = report.ahead
+    rows = []
+    for point in points:
+        pt = card.resolve_point(point)
+        n = int(card.loop_iterations(cfg, pt))
+        note = ""
+        if n <= ahead:
+            note = f"too few: {n} iteration(s) cannot fill {ahead} tile(s) ahead"
+        elif ahead and n < 4 * (ahead + 1):
+            note = "short: the prologue and drain are a large share of the loop"
+        rows.append({"point": ", ".join(f"{k}={v}" for k, v in pt.items()), "ctas": int(card.grid(cfg, pt)),
+                     "iterations": n, "ahead": ahead,
+                     "prologue_share": round(min(1.0, ahead / n), 3) if n else None, "note": note})
+    return rows
+
+
+def compiled_prefetch(card: Any, spec: Any, base: Mapping[str, Any], cand: Mapping[str, Any]):
+    """premise.Prefetch for a num_stages change, from compiling both configs for spec.arch
+    (keep_ir); None when either compile fails. Imports the compiler lazily."""
+    from .compile import compile_kernel
+    from .premise import Prefetch
+    reps = []
+    for cfg in (base, cand):
+        res = compile_kernel(card.kernel, card.signature(cfg), card.constexprs(cfg), arch=spec.arch,
+                             num_warps=int(cfg["num_warps"]), num_stages=int(cfg["num_stages"]), keep_ir=True)
+        if not res.ok:
+            return None
+        reps.append(analyze(res))
+    return Prefetch(*prefetch_change(reps[0], reps[1]))

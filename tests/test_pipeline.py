@@ -1,0 +1,194 @@
+"""The pipelining report (occmodel.pipeline) on real TTGIR: decode_attention (KV tiles
+pipelined, num_stages-1 deep) against decode_attention_nopipe (one buffer whatever
+num_stages), on sm_120 and sm_90; a TMA loop; and the static premise it decides.
+CPU only. The TTGIR spelling was checked on triton 3.6 and 3.9 (run this file under
+either); the excerpt test pins the op shapes the parser relies on."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("triton")
+
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+from occmodel import pipeline as P  # noqa: E402
+from occmodel.compile import compile_kernel  # noqa: E402
+from occmodel.kernels import decode_attention as DA  # noqa: E402
+from occmodel.kernels import decode_attention_nopipe as NP  # noqa: E402
+from occmodel.spec import load_spec  # noqa: E402
+from occmodel.premise import MECHANISM_FAILS, MECHANISM_HOLDS, Prefetch, static_premise  # noqa: E402
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _cache(tmp_path_factory):
+    """The session's shared compile cache (see test_compile_cli.py)."""
+    path = tmp_path_factory.getbasetemp() / "occmodel-cache"
+    path.mkdir(exist_ok=True)
+    old = os.environ.get("OCCMODEL_CACHE_DIR")
+    os.environ["OCCMODEL_CACHE_DIR"] = str(path)
+    yield str(path)
+    if old is None:
+        os.environ.pop("OCCMODEL_CACHE_DIR", None)
+    else:
+        os.environ["OCCMODEL_CACHE_DIR"] = old
+
+
+def report(card, arch: str, stages: int, **overrides) -> P.PipelineReport:
+    cfg = card.resolve(dict(overrides, num_stages=stages))
+    res = compile_kernel(card.kernel, card.signature(cfg), card.constexprs(cfg), arch=arch,
+                         num_warps=cfg["num_warps"], num_stages=stages, keep_ir=True)
+    assert res.ok, res.message
+    return P.analyze(res)
+
+
+def loads(rep) -> dict[str, P.LoopLoad]:
+    return {ld.name: ld for ld in rep.main.loads}
+
+
+@pytest.mark.parametrize("arch", ["sm_120", "sm_90"])
+def test_decode_attention_kv_tiles_are_pipelined_stages_minus_one_deep(arch):
+    for stages in (2, 3):
+        rep = report(DA.CARD, arch, stages)
+        assert rep.main.has_dot and rep.main.where.startswith("decode_attention.py:")
+        ld = loads(rep)
+        for name, tile in (("k_lat", "16x512xbf16"), ("k_rope", "16x64xbf16")):
+            assert ld[name].kind == "cp.async" and ld[name].buffers == stages - 1 and ld[name].tile == tile
+            assert "tl.load(kv_row" in ld[name].source
+        # the page lookup sits in `if t0 % PAGE_SIZE == 0`: a plain scalar load in an scf.if region
+        assert ld["page"].kind == "plain" and ld["page"].in_branch and ld["page"].tile == "i32"
+        assert rep.ahead == stages - 2
+        # 2 commit groups (k_lat, k_rope) per iteration; the wait leaves the next iteration's in flight
+        assert (rep.main.groups_per_iteration, rep.main.wait_groups) == (2, 2 * (stages - 2))
+
+
+@pytest.mark.parametrize("arch", ["sm_120", "sm_90"])
+def test_nopipe_kv_ring_stays_one_buffer(arch):
+    reps = {s: report(NP.CARD, arch, s) for s in (2, 3, 4)}
+    for s, rep in reps.items():
+        ld = loads(rep)
+        assert ld["k_lat"].buffers == ld["k_rope"].buffers == 1 and rep.ahead == 0
+        assert rep.main.wait_groups == 0
+    # the per-token page vector: dropped by the pipeliner at S=2, a one-deep ring from S=3,
+    # staged once per consumer layout (k_lat and k_rope addresses): 2 rings x 16 x 4 B
+    assert loads(reps[2])["page"].kind == "plain"
+    page = loads(reps[3])["page"]
+    assert (page.kind, page.buffers, page.rings, page.slot_bytes) == ("cp.async", 1, 2, 128)
+
+
+def test_num_stages_premise_decided_by_pipelining():
+    base, cand = DA.CARD.resolve(), DA.CARD.resolve({"num_stages": 3})
+    deeper, why = P.prefetch_change(report(DA.CARD, "sm_120", 2), report(DA.CARD, "sm_120", 3))
+    assert deeper and "k_lat [16x512xbf16] cp.async 1 buffer (0 ahead) -> cp.async 2 buffers (1 ahead)" in why
+    deeper, why = P.prefetch_change(report(NP.CARD, "sm_120", 2), report(NP.CARD, "sm_120", 3))
+    assert not deeper and "k_lat [16x512xbf16] stays cp.async 1 buffer (0 ahead)" in why
+    assert "page [16xi32] plain tt.load -> cp.async 1 buffer" in why and "No load that matters" in why
+    # shared memory grows by the page ring (37,376 -> 37,504 B), which alone would say "holds"
+    flat = static_premise(base, cand, base_warps=8, cand_warps=8, base_shared=37376, cand_shared=37504,
+                          cand_fits=True, source="compiled")
+    assert flat.mechanism == MECHANISM_HOLDS
+    prem = static_premise(base, cand, base_warps=8, cand_warps=8, base_shared=37376, cand_shared=37504,
+                          cand_fits=True, source="compiled", prefetch=Prefetch(deeper, why))
+    assert prem.mechanism == MECHANISM_FAILS and "refuted before any timing" in prem.why and "k_lat" in prem.why
+    # the one-call form a planner uses before any GPU time
+    spec = load_spec("sm_120")
+    assert P.compiled_prefetch(NP.CARD, spec, base, cand).deeper is False
+    assert P.compiled_prefetch(DA.CARD, spec, base, cand).deeper is True
+
+
+def test_loop_iterations_against_depth():
+    cfg = DA.CARD.resolve({"num_stages": 3})
+    rows = P.fill_rows(DA.CARD, cfg, report(DA.CARD, "sm_120", 3), [{"C": 1, "ctx": 8192}, {"C": 64, "ctx": 8192}])
+    # C=1: 512 splits of one 16-token tile each -> 1 iteration per CTA; C=64: 8 splits x 1024 tokens -> 64
+    assert [(r["ctas"], r["iterations"], r["ahead"]) for r in rows] == [(512, 1, 1), (512, 64, 1)]
+    assert rows[0]["note"].startswith("too few") and rows[1]["note"] == ""
+
+
+def test_compile_pipeline_cli_refutes_nopipe(_cache):
+    env = dict(os.environ, OCCMODEL_CACHE_DIR=_cache, TRITON_DEFAULT_FP_FUSION="1")
+    out = subprocess.run([sys.executable, "-m", "occmodel", "compile", "--kernel", "decode_attention_nopipe",
+                          "--stages", "3", "--pipeline", "--spec", "sm_90", "--format", "json"],
+                         capture_output=True, text=True, env=env, timeout=600)
+    assert out.returncode == 0, out.stderr
+    d = json.loads(out.stdout)
+    prem = next(s for s in d["sections"] if s["title"].startswith("Premise"))["rows"][0]
+    assert prem["mechanism"] == "fails" and "stays cp.async 1 buffer" in prem["why"]
+    pipe = next(s for s in d["sections"] if s["title"].startswith("Pipelining"))["rows"]
+    assert {(r["config"][:4], r["load"], r["buffers"]) for r in pipe if r["load"] == "k_lat"} == {
+        ("base", "k_lat", 1), ("cand", "k_lat", 1)}
+    fill = next(s for s in d["sections"] if s["title"].startswith("Loop iterations"))["rows"]
+    assert len(fill) == 2 * len(NP.CARD.default_points)
+
+
+@triton.jit
+def tma_kernel(A, B, C, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """A GEMM whose K loop loads through tensor descriptors (TMA on sm_90)."""
+    a_desc = tl.make_tensor_descriptor(A, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(B, shape=[K, N], strides=[N, 1], block_shape=[BK, BN])
+    pm = tl.program_id(0) * BM
+    pn = tl.program_id(1) * BN
+    acc = tl.zeros((BM, BN), tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = a_desc.load([pm, k * BK])
+        b = b_desc.load([k * BK, pn])
+        acc = tl.dot(a, b, acc)
+    tl.store(C + (pm + tl.arange(0, BM))[:, None] * N + (pn + tl.arange(0, BN))[None, :], acc.to(tl.float16))
+
+
+def test_tma_ring_on_sm90():
+    res = compile_kernel(tma_kernel, "*fp16:16,*fp16:16,*fp16:16,i32:16,i32:16,i32:16",
+                         {"BM": 128, "BN": 128, "BK": 64}, arch="sm_90", num_warps=4, num_stages=3, keep_ir=True)
+    assert res.ok, res.message
+    ld = loads(P.analyze(res))
+    # the mbarrier ring (3x1xi64) is not a load; A and B are 3-deep TMA rings of 16 KB slots
+    assert set(ld) == {"a", "b"}
+    assert (ld["a"].kind, ld["a"].buffers, ld["a"].tile, ld["a"].slot_bytes) == ("TMA", 3, "128x64xf16", 16384)
+
+
+EXCERPT = """
+module attributes {"ttg.num-warps" = 4 : i32} {
+  tt.func public @k(%X: !tt.ptr<bf16> loc("X"(#loc))) attributes {noinline = false} {
+    %buf = ttg.local_alloc : () -> !ttg.memdesc<2x16x64xbf16, #shared, #smem, mutable> loc(#loc3)
+    %x:3 = scf.for %i = %c0 to %n step %c1 iter_args(%a = %cst, %t = %tok) -> (tensor<16x64xf32, #mma>, !ttg.async.token)  : i32 {
+      %w = ttg.async_wait %t {num = 2 : i32} loc(#loc3)
+      %s = ttg.memdesc_index %buf[%i] : !ttg.memdesc<2x16x64xbf16, #shared, #smem, mutable> -> !ttg.memdesc<16x64xbf16, #shared, #smem, mutable> loc(#loc3)
+      %y = tt.load %p : tensor<16x!tt.ptr<i32>, #blocked> loc(#loc4)
+      %r = "tt.reduce"(%y) <{axis = 0 : i32}> ({
+      ^bb0(%u: i32, %v: i32):
+        tt.reduce.return %u : i32
+      }) : (tensor<16xi32, #blocked>) -> i32 loc(#loc4)
+      %d = tt.dot %q, %l, %a : tensor<16x64xbf16> * tensor<64x64xbf16> -> tensor<16x64xf32, #mma> loc(#loc5)
+      %c = ttg.async_copy_global_to_local %ptrs, %s mask %m other %z : tensor<16x64x!tt.ptr<bf16>, #blocked> -> <16x64xbf16, #shared, #smem, mutable> loc(#loc3)
+      %g = ttg.async_commit_group tokens %c loc(#loc3)
+      scf.yield %d, %g : tensor<16x64xf32, #mma>, !ttg.async.token loc(#loc6)
+    } loc(#loc7)
+    tt.return loc(#loc)
+  } loc(#loc)
+} loc(#loc)
+#loc = loc("/src/k.py":3:0)
+#loc1 = loc("/src/k.py":10:12)
+#loc2 = loc("/src/k.py":11:8)
+#loc8 = loc("/src/k.py":9:4)
+#loc3 = loc("tile"(#loc1))
+#loc4 = loc("ids"(#loc2))
+#loc5 = loc("/src/k.py":12:14)
+#loc6 = loc("/src/k.py":12:8)
+#loc7 = loc("/src/k.py":9:4)
+"""
+
+
+def test_parser_on_an_excerpt():
+    rep = P.parse_ttgir(EXCERPT, "k", "sm_120", 3)
+    (loop,) = rep.loops
+    assert (loop.where, loop.has_dot, loop.wait_groups, loop.groups_per_iteration) == ("k.py:9", True, 2, 1)
+    ld = loads(rep)
+    assert (ld["tile"].kind, ld["tile"].buffers, ld["tile"].tile, ld["tile"].where) == (
+        "cp.async", 2, "16x64xbf16", "k.py:10")
+    assert (ld["ids"].kind, ld["ids"].tile, ld["ids"].slot_bytes) == ("plain", "16xi32", 64)
+    assert P.parse_ttgir("module {\n}\n").main is None
