@@ -127,15 +127,18 @@ class Pruner:
             top = self.kernel = load_kernel(top)
         if top is None:
             from triton.runtime.autotuner import Autotuner
-            frame = inspect.currentframe()
+            frame, nearest = inspect.currentframe(), None
             for _ in range(12):                 # the Autotuner that called us (prune_configs / run)
                 frame = frame.f_back if frame is not None else None
                 if frame is None:
                     break
                 owner = frame.f_locals.get("self")
-                if isinstance(owner, Autotuner) and getattr(owner, "early_config_prune", None) is self:
-                    top = owner.fn
-                    break
+                if isinstance(owner, Autotuner):
+                    nearest = nearest or owner
+                    if getattr(owner, "early_config_prune", None) is self:
+                        nearest = owner
+                        break
+            top = nearest.fn if nearest is not None else None
         if top is None:
             raise KernelError("the pruner does not know its kernel: pass pruner(kernel=fn) or "
                               "pruner(...).bind(fn) when calling it outside triton.autotune")
@@ -318,7 +321,8 @@ def pruner(spec: str | HardwareSpec = "sm_120", kernel_args_to_signature: Callab
       specialising the values themselves. kernel: the @triton.jit function (default: the calling
       Autotuner's). card / card_config: the KernelCard (or built-in name) and fixed card
       parameters (e.g. dtype) for ``use="model"``. processes > 1 compiles misses in parallel
-      (:func:`occmodel.compile_pool.compile_many`). log: logging level of the decision lines on
+      (:func:`occmodel.compile_pool.compile_many`, spawn workers: the calling script needs an
+      ``if __name__ == "__main__":`` guard). log: logging level of the decision lines on
       ``occmodel.autotune``, a callable taking each line, or None for silence.
     """
     return Pruner(spec, kernel, kernel_args_to_signature, max_spills, min_blocks, top_k, by, use, card,
