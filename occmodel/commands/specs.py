@@ -1,4 +1,5 @@
-"""``occmodel specs`` (list the shipped specs) and ``occmodel specs show NAME``."""
+"""``occmodel specs`` (list the shipped specs), ``occmodel specs show NAME`` and
+``occmodel specs detect [--out FILE]`` (a spec YAML for the local GPU)."""
 
 from __future__ import annotations
 
@@ -7,16 +8,22 @@ from ..spec import known_specs, load_spec
 
 
 def add_parser(subs, common) -> None:
-    p = subs.add_parser("specs", parents=[common], help="list hardware specs, or show one",
+    p = subs.add_parser("specs", parents=[common], help="list hardware specs, show one, or detect the local GPU's",
                         description="List the hardware specs occmodel ships (one per compute capability), "
                                     "or show every limit of one: `occmodel specs show sm_120`. "
-                                    "`--spec PATH` or `show PATH` reads your own YAML.")
-    p.add_argument("action", nargs="?", choices=("list", "show"), default="list")
+                                    "`--spec PATH` or `show PATH` reads your own YAML. `occmodel specs detect` "
+                                    "writes a spec YAML for the local GPU from the driver's device attributes "
+                                    "(to stdout, or to --out FILE and then lists each field and its source).")
+    p.add_argument("action", nargs="?", choices=("list", "show", "detect"), default="list")
     p.add_argument("name", nargs="?", help="spec name or YAML path for `show` (default: --spec)")
+    p.add_argument("--out", metavar="FILE", default=None, help="detect: write the YAML here (default: stdout)")
+    p.add_argument("--device", type=int, default=0, help="detect: CUDA device index (default 0)")
     p.set_defaults(run=run)
 
 
-def run(args) -> Report:
+def run(args) -> Report | None:
+    if args.action == "detect":
+        return _detect(args)
     if args.action == "show":
         return _show(load_spec(args.name or args.spec))
     rows = []
@@ -47,3 +54,32 @@ def _show(spec) -> Report:
         Section(f"{spec.name}: {spec.description}", [("field", "field"), ("value", "value")], limits,
                 [f"from {spec.path}"]),
         Section("Products (datasheet figures; leads, not measurements)", pcols, products)])
+
+
+def _detect(args) -> Report | None:
+    from pathlib import Path
+
+    from ..detect import detect
+    from ..errors import SpecError
+    text, info = detect(args.device)
+    if args.out is None:
+        print(text, end="")
+        return None
+    out = Path(args.out)
+    try:
+        out.write_text(text)
+    except OSError as exc:
+        raise SpecError(f"cannot write --out {args.out!r}: {exc.strerror}") from None
+    spec = load_spec(out)                     # what we wrote must load
+    rows = []
+    for line in text.splitlines():
+        key, sep, rest = line.strip().lstrip("- ").partition(":")
+        if sep and "#" in rest and key:
+            value, _, note = rest.partition("#")
+            rows.append({"field": key, "value": value.strip(), "source": "device" if note.strip().startswith("D")
+                         else "table", "detail": note.strip()[2:]})
+    return Report("specs", [Section(f"Detected {info['device']} -> {out} (spec {spec.name})",
+                                    [("field", "field"), ("value", "value"), ("source", "source"),
+                                     ("detail", "detail")], rows,
+                                    [f"`occmodel ... --spec {out}` uses it"])],
+                  extra={"device": info["device"], "attributes": info["attributes"], "path": str(out)})
