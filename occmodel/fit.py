@@ -13,9 +13,11 @@ and for registers each product divided by num_warps (work spread over threads).
 Terms are added greedily (forward selection, the term that cuts the squared
 error most); the number of terms is the one with the smallest leave-one-out
 error (ties: fewer terms). Coefficients become integers or small fractions when
-that keeps every sample exact. Relationships outside the basis (a Max() between
-a ring and an epilogue buffer, ptxas's register allocation) show up as error on
-the held-out configs, which the caller measures.
+that keeps every sample exact. For shared memory, when no expression is exact,
+up to a quarter of the samples may be set aside (largest residual first) if the
+rest then fit exactly; they are reported as outliers (a Max() between a ring and
+an epilogue buffer). What stays outside the basis (that Max(), ptxas's register
+allocation) shows up as error on the held-out configs, which the caller measures.
 """
 
 from __future__ import annotations
@@ -40,10 +42,11 @@ class Fit:
     samples: int
     sample_max_error: float         # max |fitted - actual| over the sample
     loo_rmse: float                 # leave-one-out root-mean-square error of the chosen size
+    outliers: tuple[int, ...] = ()  # sample indices the expression leaves out (shared memory only)
 
     @property
     def exact(self) -> bool:
-        """The expression reproduces every sampled value (after rounding)."""
+        """The expression reproduces every sampled value but the outliers (after rounding)."""
         return self.sample_max_error < 0.5
 
     def predict(self, cfg: Mapping[str, Any]) -> float:
@@ -126,20 +129,14 @@ def _rational(c: float) -> sympy.Expr:
     return sympy.Float(c, 4)
 
 
-def fit_expression(cfgs: Sequence[Mapping[str, Any]], values: Sequence[float], swept: Sequence[str],
-                   target: str = "shared", max_terms: int = 6) -> Fit:
-    """Forward-selected least-squares fit of `values` over the basis of `swept` (see the module doc)."""
-    if target not in TARGETS:
-        raise ValueError(f"target {target!r}; valid: {', '.join(TARGETS)}")
-    y = np.asarray(values, dtype=float)
-    cands = basis(swept, target)
-    A = _design(cfgs, cands)
-    limit = max(1, min(max_terms, len(y) - 2, len(cands)))
+def _select(A: np.ndarray, y: np.ndarray, max_terms: int) -> tuple[list[int], float]:
+    """Forward selection; returns (columns, leave-one-out RMSE) of the size with the lowest LOO error."""
+    limit = max(1, min(max_terms, len(y) - 2, A.shape[1]))
     chosen: list[int] = []
     path: list[tuple[list[int], float]] = []
     for _ in range(limit):
         best, best_sse = None, None
-        for j in range(len(cands)):
+        for j in range(A.shape[1]):
             if j in chosen:
                 continue
             cols = chosen + [j]
@@ -152,13 +149,51 @@ def fit_expression(cfgs: Sequence[Mapping[str, Any]], values: Sequence[float], s
         if best_sse < 1e-12 * (1 + float(np.sum(y ** 2))):
             break                                     # exact on the sample: more terms only overfit
     finite = [p for p in path if np.isfinite(p[1])] or path
-    cols, loo = min(finite, key=lambda p: (round(p[1], 9), len(p[0])))
+    return min(finite, key=lambda p: (round(p[1], 9), len(p[0])))
+
+
+def _finish(A: np.ndarray, y: np.ndarray, cols: list[int], cands) -> tuple[sympy.Expr, np.ndarray]:
+    """The expression (integer / small-fraction coefficients when that stays as good) and its fitted values."""
     coef, *_ = np.linalg.lstsq(A[:, cols], y, rcond=None)
     exact_coef = [_rational(c) for c in coef]
-    expr = sympy.Add(*[c * cands[j][1] for c, j in zip(exact_coef, cols)])
     fitted = A[:, cols] @ np.array([float(c) for c in exact_coef])
     if np.max(np.abs(fitted - y)) >= 0.5 > np.max(np.abs(A[:, cols] @ coef - y)):
-        expr = sympy.Add(*[sympy.Float(c, 4) * cands[j][1] for c, j in zip(coef, cols)])   # keep the floats
+        exact_coef = [sympy.Float(c, 4) for c in coef]          # rounding would lose exactness
         fitted = A[:, cols] @ coef
-    return Fit(target, sympy.simplify(expr) if len(cols) > 1 else expr, tuple(cands[j][0] for j in cols),
-               len(y), float(np.max(np.abs(fitted - y))), loo)
+    expr = sympy.Add(*[c * cands[j][1] for c, j in zip(exact_coef, cols)])
+    return (sympy.simplify(expr) if len(cols) > 1 else expr), fitted
+
+
+def fit_expression(cfgs: Sequence[Mapping[str, Any]], values: Sequence[float], swept: Sequence[str],
+                   target: str = "shared", max_terms: int = 6) -> Fit:
+    """Forward-selected least-squares fit of `values` over the basis of `swept` (see the module doc).
+
+    Shared memory only: when no expression is exact on the whole sample, samples are set aside
+    one by one (largest residual first, at most a quarter of them); if the rest then fit exactly,
+    that expression is kept and the set-aside samples are reported in ``outliers`` (typically
+    configs where another buffer wins a Max(), e.g. an epilogue larger than a small ring)."""
+    if target not in TARGETS:
+        raise ValueError(f"target {target!r}; valid: {', '.join(TARGETS)}")
+    y = np.asarray(values, dtype=float)
+    cands = basis(swept, target)
+    A = _design(cfgs, cands)
+    cols, loo = _select(A, y, max_terms)
+    expr, fitted = _finish(A, y, cols, cands)
+    outliers: list[int] = []
+    if target == "shared" and np.max(np.abs(fitted - y)) >= 0.5:
+        keep = list(range(len(y)))
+        for _ in range(len(y) // 4):
+            resid = np.abs(A[keep][:, cols] @ np.linalg.lstsq(A[keep][:, cols], y[keep], rcond=None)[0] - y[keep])
+            keep.pop(int(np.argmax(resid)))
+            sub_cols, sub_loo = _select(A[keep], y[keep], max_terms)
+            sub_expr, sub_fit = _finish(A[keep], y[keep], sub_cols, cands)
+            if np.max(np.abs(sub_fit - y[keep])) < 0.5 and len(keep) - len(sub_cols) >= 2:
+                cols, loo, expr = sub_cols, sub_loo, sub_expr
+                outliers = [i for i in range(len(y)) if i not in keep]
+                break
+            cols = sub_cols
+    inliers = [i for i in range(len(y)) if i not in outliers]
+    err = np.abs(np.array([float(expr.subs({sy: cfgs[i][sy.name] for sy in expr.free_symbols}))
+                           for i in range(len(y))]) - y)
+    return Fit(target, expr, tuple(cands[j][0] for j in cols), len(y), float(np.max(err[inliers])), loo,
+               tuple(outliers))

@@ -48,6 +48,14 @@ def test_exact_relationship_is_recovered_with_integer_coefficients():
     assert all(round(f.predict(c)) == truth(c) for c in GRID)         # held-out configs too
 
 
+def test_a_max_floor_is_set_aside_as_outliers():
+    # ring 128*BK*(S+1), but a 8 KB epilogue buffer wins the Max() at BK=16, S=2 (wgmma GEMM on sm_90)
+    truth = lambda c: max(128 * c["BK"] * (c["num_stages"] + 1), 8192)  # noqa: E731
+    f = fit_expression(GRID, [truth(c) for c in GRID], ["BK", "num_warps", "num_stages"])
+    assert f.exact and [(GRID[i]["BK"], GRID[i]["num_stages"]) for i in f.outliers] == [(16, 2), (16, 2)]
+    assert all(round(f.predict(c)) == 128 * c["BK"] * (c["num_stages"] + 1) for c in GRID)
+
+
 def test_inexact_data_is_reported_as_such():
     noisy = [40 + 600 / c["num_warps"] + (7 if c["BK"] == 32 else 0) for c in GRID]
     f = fit_expression(GRID, noisy, ["BK", "num_warps", "num_stages"], "regs")

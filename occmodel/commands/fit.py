@@ -94,10 +94,17 @@ def run(args) -> Report:
                 err[t][1].append(getattr(res, a))
         row["status"] = res.status if res.ok else f"{res.status}: {res.message}"
         rows.append(row)
-    expr_rows = [{"quantity": "shared memory (B, static + dynamic)" if t == "shared" else "registers per thread",
-                  "expression": str(f.expr), "sample": f"{f.samples} configs, "
-                  + ("exact" if f.exact else f"max error {f.sample_max_error:.1f}"),
-                  "loo": round(f.loo_rmse, 2) if f.loo_rmse != float("inf") else None} for t, f in fits.items()]
+    expr_rows = []
+    for t, f in fits.items():
+        fitted_on = f"{f.samples - len(f.outliers)} of {f.samples} configs, " + (
+            "exact" if f.exact else f"max error {f.sample_max_error:.1f}")
+        if f.outliers:
+            fitted_on += "; above it: " + "; ".join(
+                f"{', '.join(f'{k}={train[i][0][k]}' for k in swept)} ({getattr(train[i][1], 'total_shared')} B)"
+                for i in f.outliers)
+        expr_rows.append({"quantity": "shared memory (B, static + dynamic)" if t == "shared"
+                          else "registers per thread", "expression": str(f.expr), "sample": fitted_on,
+                          "loo": round(f.loo_rmse, 2) if f.loo_rmse != float("inf") else None})
     summ = {t: _summary(*err[t]) for t in err}
     err_rows = [{"quantity": q, **summ[t]} for t, q in (("shared", "shared memory (B)"), ("regs", "registers"))]
     fixed = [k for k in cfgs[0] if k not in swept]
@@ -107,7 +114,9 @@ def run(args) -> Report:
                  ("loo", "leave-one-out RMSE")], expr_rows,
                 [f"swept: {', '.join(swept)}" + (f"; fixed: {', '.join(f'{k}={cfgs[0][k]}' for k in fixed)}"
                                                   if fixed else ""),
-                 f"{len(sample)} of {len(cfgs)} configs compiled for the fit ({len(train)} compiled ok)"]),
+                 f"{len(sample)} of {len(cfgs)} configs compiled for the fit ({len(train)} compiled ok)"]
+                + (["configs above the shared-memory expression: another buffer (e.g. an epilogue scratch) wins a "
+                    "Max() there; the expression does not model it"] if fits["shared"].outliers else [])),
         Section(f"Error on the {len(held)} held-out configs (predicted from the fit, then compiled to check)",
                 [("quantity", "quantity"), ("exact", "exact"), ("median", "median abs error"),
                  ("worst", "worst abs error"), ("worst_rel", "worst relative")], err_rows)]
@@ -123,6 +132,7 @@ def run(args) -> Report:
                    "/ num_warps for registers), terms chosen by forward selection and leave-one-out error"]
     return Report("fit", sections, assumptions, extra={
         "spec": spec.name, "arch": spec.arch, "kernel": fn.__name__,
-        "fit": {t: {"expression": str(f.expr), "terms": list(f.terms), "exact_on_sample": f.exact}
+        "fit": {t: {"expression": str(f.expr), "terms": list(f.terms), "exact_on_sample": f.exact,
+                    "outliers": [dict(train[i][0]) for i in f.outliers]}
                 for t, f in fits.items()},
         "held_out": {t: summ[t] for t in summ}, "sample": [dict(c) for c in sample]})
