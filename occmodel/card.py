@@ -32,7 +32,7 @@ import sympy
 from .errors import ConfigError, KernelError, suggest
 
 Config = dict[str, Any]
-BUILTIN_CARDS = ("decode_attention", "matmul")
+BUILTIN_CARDS = ("decode_attention", "decode_attention_nopipe", "matmul")
 DEFAULT_CARD = "decode_attention"
 
 

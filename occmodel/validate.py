@@ -98,8 +98,12 @@ def plan(card: KernelCard, spec: HardwareSpec, baseline: Config, candidates: lis
             source = "compiled"
             bw, cw = base_row.compiled["warps_per_sm"], row.compiled["warps_per_sm"]
             bs, cs = base_row.compiled["shared"], row.compiled["shared"]
+        prefetch = None
+        if compiled and {k for k in row.config if row.config[k] != baseline.get(k)} == {"num_stages"}:
+            from .pipeline import compiled_prefetch      # the TTGIR says which loads got deeper rings
+            prefetch = compiled_prefetch(card, spec, baseline, row.config)
         premises.append(static_premise(baseline, row.config, base_warps=bw, cand_warps=cw, base_shared=bs,
-                                       cand_shared=cs, cand_fits=cw > 0, source=source))
+                                       cand_shared=cs, cand_fits=cw > 0, source=source, prefetch=prefetch))
     n_cfg = len(configs)
     est = 0.0
     for point in points:
