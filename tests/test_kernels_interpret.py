@@ -39,8 +39,8 @@ GROUP_TIMEOUT_S = 300
 # name -> (kernel module, batch lens, launcher options, input options)
 DECODE_CASES = {
     "c1_one_partial_page_bf16": dict(lens=[5], page=16, dtype="bf16", BLOCK_T=16, target=4),
-    "odd_lens_mid_page_splits_fp16": dict(lens=[37, 100, 1], page=32, dtype="fp16", BLOCK_T=16, target=8),
-    "odd_lens_mid_page_splits_bf16": dict(lens=[37, 100, 1], page=32, dtype="bf16", BLOCK_T=16, target=8),
+    "odd_lens_mid_page_splits_fp16": dict(lens=[37, 200, 1], page=32, dtype="fp16", BLOCK_T=16, target=12),
+    "odd_lens_mid_page_splits_bf16": dict(lens=[37, 200, 1], page=32, dtype="bf16", BLOCK_T=16, target=12),
     "exact_pages_tile_eq_page_fp16": dict(lens=[128, 64], page=64, dtype="fp16", BLOCK_T=64, target=2),
     "masked_heads_block_h32_bf16": dict(lens=[130], page=64, dtype="bf16", BLOCK_T=32, BLOCK_H=32, heads=48,
                                         target=4),
@@ -175,9 +175,10 @@ def test_matmul_matches_reference(matmul_results, name):
 
 def test_decode_cases_cover_split_shapes(decode_results):
     # the odd-length case really runs several splits, one starting mid-page:
-    # 3 sequences, 16 heads, longest 100 tokens, BLOCK_T 16, TARGET_CTAS 8
-    # -> ceil(8 / 3) = 3 splits of ceil(7 tiles / 3) = 3 tiles = 48 tokens (page 32: split 1 starts mid-page)
-    assert decode_results["odd_lens_mid_page_splits_fp16"]["splits"] == [3, 48]
+    # 3 sequences, 16 heads, longest 200 tokens = 13 tiles of 16, TARGET_CTAS 12
+    # -> min(12 // 3, 13 // 4 tiles per split) = 3 splits of ceil(13 / 3) = 5 tiles = 80 tokens
+    # (page 32: split 1 starts mid-page, at token 80)
+    assert decode_results["odd_lens_mid_page_splits_fp16"]["splits"] == [3, 80]
 
 
 if __name__ == "__main__":

@@ -139,15 +139,20 @@ def _combine_kernel(O_PART, LSE_PART, OUT, num_splits,
 
 
 # ---------------------------------------------------------------- launcher
+MIN_TILES_PER_SPLIT = 4
+
+
 def num_splits(batch: int, num_heads: int, max_ctx: int, block_t: int, block_h: int,
                target_ctas: int) -> tuple[int, int]:
-    """(splits, tokens_per_split) for a launch: enough splits that
-    batch x head_groups x splits reaches TARGET_CTAS, at most one per BLOCK_T
-    tile; tokens_per_split is a multiple of BLOCK_T and no split of the
-    longest sequence is empty."""
+    """(splits, tokens_per_split) for a launch: as many splits as keep
+    batch x head_groups x splits within TARGET_CTAS (rounding down, so a launch
+    sized for one wave does not spill a small tail into a second one), each at
+    least MIN_TILES_PER_SPLIT BLOCK_T tiles long (so the fp32 partials stay small
+    next to the KV bytes); tokens_per_split is a multiple of BLOCK_T and no split
+    of the longest sequence is empty."""
     head_groups = -(-num_heads // block_h)
     tiles = max(1, -(-max_ctx // block_t))
-    splits = min(max(1, -(-target_ctas // (batch * head_groups))), tiles)
+    splits = min(max(1, target_ctas // (batch * head_groups)), max(1, tiles // MIN_TILES_PER_SPLIT))
     tokens_per_split = -(-tiles // splits) * block_t
     splits = max(1, -(-max_ctx // tokens_per_split))
     return splits, tokens_per_split
