@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # One device-machine call that runs every GPU experiment of the project and leaves results in $OUT.
 # Usage (on the GPU machine, from the repo root):  OUT=/some/dir bash scripts/gpu_session.sh [parts...]
-# parts: tests validate_decode validate_matmul aa   (default: all). Notes: reports/GPU_NOTES.md.
+# parts: tests validate_decode validate_matmul aa autotune   (default: all). Notes: reports/GPU_NOTES.md.
 set -uo pipefail
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 TRITON_DEFAULT_FP_FUSION=1
 OUT=${OUT:?set OUT}
-parts=${*:-"tests validate_decode validate_matmul aa"}
+parts=${*:-"tests validate_decode validate_matmul aa autotune"}
 occ="python3 -m occmodel"
 for part in $parts; do
   start=$(date +%s)
@@ -20,8 +20,10 @@ for part in $parts; do
       $occ validate --kernel matmul --spec sm_90 --candidate num_warps=8 \
         --points M=4096,8192 -D N=4096 -D K=4096 --out "$OUT/validate_matmul_h200" --format table 2>&1 | tail -40 ;;
     aa)
-      python3 scripts/aa_study.py --kernel decode_attention --points C=8,64 -D ctx=8192 --repeats 20 \
+      python3 scripts/aa_study.py --kernel decode_attention --points C=1,8,64 -D ctx=8192 --repeats 20 \
         --out "$OUT/aa_study_decode_h200" 2>&1 | tail -5 ;;
+    autotune)
+      python3 scripts/autotune_demo.py --out "$OUT/autotune_demo_h200.json" 2>&1 | tail -25 ;;
     *) echo "unknown part $part" ;;
   esac
   echo "== $part took $(( $(date +%s) - start )) s"
