@@ -183,3 +183,29 @@ def test_nothing_fits_is_a_typed_error_and_bad_arguments_are_rejected():
                              ({"spec": "sm_12"}, "did you mean 'sm_120'")]:
         with pytest.raises(Exception, match=fragment):
             pruner(**kwargs)
+
+
+@pytest.mark.requires_gpu
+def test_on_a_gpu_triton_benchmarks_only_what_the_pruner_kept():
+    major, minor = torch.cuda.get_device_capability()
+    configs = [_cfg(64, 64, 32, 4, 3), _cfg(128, 128, 32, 4, 3),
+               _cfg(256, 256, 128, 8, 5),        # >= 4 x 128 KB of operand ring: fits no GPU
+               _cfg(256, 128, 32, 4, 2)]         # spills on sm_90 and sm_120
+    prune = pruner(spec=f"sm_{major}{minor}")
+    tuned = triton.autotune(configs, key=["M", "N", "K"], prune_configs_by={"early_config_prune": prune})(mm._kernel)
+    a = torch.randn(M, K_DIM, device="cuda", dtype=torch.float16)
+    b = torch.randn(K_DIM, N, device="cuda", dtype=torch.float16)
+    c = torch.empty(M, N, device="cuda", dtype=torch.float16)
+
+    def grid(meta):
+        return (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
+
+    tuned[grid](a, b, c, M, N, K_DIM, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+                GROUP_M=8)
+    torch.cuda.synchronize()
+    kept = [configs[r["index"]] for r in prune.decisions if r["kept"]]
+    assert configs[0] in kept and configs[2] not in kept
+    assert tuned.best_config in kept
+    if len(kept) > 1:
+        assert set(tuned.configs_timings) == set(kept)
+    torch.testing.assert_close(c.float(), a.float() @ b.float(), rtol=2e-2, atol=2e-2)
