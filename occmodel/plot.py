@@ -53,8 +53,10 @@ def check_out(out: str | Path) -> Path:
 def save(fig, out: str | Path) -> Path:
     path = check_out(out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=150 if path.suffix.lower() == ".png" else None, bbox_inches="tight",
-                metadata={"Date": None} if path.suffix.lower() == ".svg" else None)
+    import matplotlib
+    svg = path.suffix.lower() == ".svg"
+    with matplotlib.rc_context({"svg.hashsalt": "occmodel"} if svg else {}):   # stable ids: same data, same file
+        fig.savefig(path, dpi=None if svg else 150, bbox_inches="tight", metadata={"Date": None} if svg else None)
     pyplot().close(fig)
     return path
 
