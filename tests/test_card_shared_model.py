@@ -139,11 +139,13 @@ def test_decode_rejects_tiles_that_straddle_pages():
 def test_decode_workload_arithmetic():
     cfg = DEC.resolve()
     point = {"C": 64, "ctx": 8192}
-    # 16 heads / BLOCK_H 16 = 1 head group; ceil(512 / 64) = 8 splits of 8192 / 8 = 1024 tokens
+    # 16 heads / BLOCK_H 16 = 1 head group; 512 // 64 = 8 splits of 8192 / 8 = 1024 tokens
     assert DEC.grid(cfg, point) == 64 * 1 * 8
     assert DEC.loop_iterations(cfg, point) == 1024 // 16
     assert DEC.flops(cfg, point) == 2 * 64 * 16 * 8192 * (512 + 576)
     assert DEC.work_units(point) == 64
-    # C=1: 512 splits wanted, capped by 8192 / 16 = 512 tiles -> one tile per CTA
-    assert DEC.grid(cfg, {"C": 1, "ctx": 8192}) == 512
-    assert DEC.loop_iterations(cfg, {"C": 1, "ctx": 8192}) == 1
+    # C=96: 512 // 96 = 5 splits (480 CTAs, rounding down: no tail of a second wave)
+    assert DEC.grid(cfg, {"C": 96, "ctx": 8192}) == 480
+    # C=1: 512 splits wanted, capped at 8192 / 16 = 512 tiles // 4 tiles per split = 128 splits
+    assert DEC.grid(cfg, {"C": 1, "ctx": 8192}) == 128
+    assert DEC.loop_iterations(cfg, {"C": 1, "ctx": 8192}) == 4

@@ -105,9 +105,13 @@ def test_num_stages_premise_decided_by_pipelining():
 def test_loop_iterations_against_depth():
     cfg = DA.CARD.resolve({"num_stages": 3})
     rows = P.fill_rows(DA.CARD, cfg, report(DA.CARD, "sm_120", 3), [{"C": 1, "ctx": 8192}, {"C": 64, "ctx": 8192}])
-    # C=1: 512 splits of one 16-token tile each -> 1 iteration per CTA; C=64: 8 splits x 1024 tokens -> 64
-    assert [(r["ctas"], r["iterations"], r["ahead"]) for r in rows] == [(512, 1, 1), (512, 64, 1)]
-    assert rows[0]["note"].startswith("too few") and rows[1]["note"] == ""
+    # C=1: 128 splits of 4 tiles (the card keeps >= 4 tiles per split) -> 4 iterations per CTA;
+    # C=64: 8 splits x 1024 tokens -> 64 iterations
+    assert [(r["ctas"], r["iterations"], r["ahead"]) for r in rows] == [(128, 4, 1), (512, 64, 1)]
+    assert rows[1]["note"] == ""
+    # a 16-token context is one tile: one iteration cannot fill a tile ahead
+    short = P.fill_rows(DA.CARD, cfg, report(DA.CARD, "sm_120", 3), [{"C": 1, "ctx": 16}])[0]
+    assert short["iterations"] == 1 and short["note"].startswith("too few")
 
 
 def test_compile_pipeline_cli_refutes_nopipe(_cache):
