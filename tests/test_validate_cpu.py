@@ -88,3 +88,31 @@ def test_static_premise_rules():
                           cand_fits=True).mechanism == MECHANISM_HOLDS
     assert static_premise(base, wider, base_warps=8, cand_warps=0, base_shared=0, cand_shared=0,
                           cand_fits=False).mechanism == DOES_NOT_FIT
+
+
+def test_result_report_from_synthetic_timings():
+    """The A/B note, built from recorded-style samples (no GPU): verdict, band and bandwidth columns."""
+    import numpy as np
+
+    from occmodel import validate as V
+    from occmodel.commands.validate import _product_of, result_report
+    from occmodel.report import render
+    from occmodel.stats import compare
+    card, spec = load_card("matmul"), load_spec("sm_90")
+    base, cand = card.resolve(), card.resolve({"num_warps": 8})
+    p = plan(card, spec, base, [cand], [card.resolve_point({})], rounds=15, compiled=False)
+    rng = np.random.default_rng(0)
+    a, a2 = (1e-4 * rng.lognormal(0, 0.01, 15) for _ in range(2))
+    c = 1.1e-4 * rng.lognormal(0, 0.01, 15)                       # candidate 10 % slower
+    pr = V.PointResult(point=p.points[0], base_throughput=card.work_units(p.points[0]) / 1e-4, base_bytes=4 * 10**8,
+                       correctness={"baseline": {"ok": True}, "num_warps 4->8": {"ok": True}},
+                       outcomes={"num_warps 4->8": compare(a, a2, c)}, torch_ref_s=2e-4)
+    res = V.Result(p, {"gpu": "NVIDIA H200"}, [pr], {"num_warps 4->8": "REFUTED"}, 4.0e12, 12.0)
+    doc = json.loads(render(result_report(res, None), "json"))
+    row = next(s for s in doc["sections"] if s["title"].startswith("num_warps 4->8"))["rows"][0]
+    assert row["verdict"] == "REFUTED" and row["delta"].startswith("-9.")
+    # 4e8 B in ~1e-4 s = ~4,000 GB/s: ~100 % of the 4 TB/s copy, ~83 % of the H200's 4.8 TB/s
+    assert "of copy" in row["bw"] and "of H200 peak" in row["bw"]
+    assert doc["overall"] == {"num_warps 4->8": "REFUTED"}
+    assert _product_of(load_spec("sm_120"), "NVIDIA GeForce RTX 5090").name == "RTX 5090"
+    assert _product_of(load_spec("sm_90"), "NVIDIA H100 80GB HBM3").name == "H100 SXM"

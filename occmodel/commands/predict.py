@@ -84,6 +84,19 @@ def run(args) -> Report:
              if not card.param(name).tunable}          # show the model in the tunables only
     shared_expr, regs_expr = sympy.simplify(shared_expr.subs(fixed)), sympy.simplify(regs_expr.subs(fixed))
     stages_max = largest_fitting(card, spec, cand_cfg, "num_stages", range(1, 17))
+    block_rows = []
+    for p in card.params:                 # tunable power-of-two tile sizes: the largest that fits
+        if p.tunable and p.choices and not isinstance(p.default, str) and p.name.startswith("BLOCK"):
+            valid = []
+            for v in p.choices:
+                try:
+                    card.check({**cand_cfg, p.name: v})
+                    valid.append(v)
+                except Exception:            # a value the card rules out for this config
+                    continue
+            best = largest_fitting(card, spec, cand_cfg, p.name, valid) if valid else None
+            block_rows.append({"question": f"largest {p.name} that fits (candidate)",
+                               "answer": "none" if best is None else str(best)})
     hr = cand.occupancy.headroom
     budget = ("no shared-memory reduction adds a block (another limit binds)" if hr.smem_to_gain is None
               else f"{hr.smem_to_gain:,} B less shared memory per block adds a resident block")
@@ -94,6 +107,7 @@ def run(args) -> Report:
         {"question": "registers (model)", "answer": f"{regs_expr}"},
         {"question": "largest num_stages that fits (candidate)", "answer":
             "none" if stages_max is None else (f"{stages_max}" + (" (or more)" if stages_max == 16 else ""))},
+        *block_rows,
         {"question": "one more resident block (candidate)", "answer": budget},
     ]
     assumptions = [

@@ -133,8 +133,20 @@ def plan_report(plan: V.Plan) -> Report:
                   [f"spec {plan.spec.name}; estimate from the roofline of {plan.spec.product().name}"])
 
 
+def _product_of(spec, gpu_name: str):
+    """The spec's product this GPU is (by name), else the spec's first product."""
+    squash = lambda t: "".join(t.lower().split())  # noqa: E731
+    for match in (lambda p: squash(p.name) in squash(gpu_name), lambda p: p.name.split()[0] in gpu_name):
+        for p in spec.products:
+            if match(p):
+                return p
+    return spec.product()
+
+
 def result_report(res: V.Result, args) -> Report:
     plan = res.plan
+    product = _product_of(plan.spec, str(res.env.get("gpu", "")))
+    peak = product.memory_bandwidth_gbs * 1e9
     verdicts = [{"item": f"verdict: {name}", "value": v} for name, v in res.overall.items()]
     sections = [_what_section(plan, "What was tested", verdicts), _static_section(plan), _premise_section(plan)]
     unit = plan.card.throughput_unit
@@ -158,7 +170,8 @@ def result_report(res: V.Result, args) -> Report:
             rows.append({"point": label, "base": round(pr.base_throughput), "cand": round(plan.card.work_units(pr.point) / o.cand_median_s),
                          "delta": f"{100 * o.delta:+.1f}%", "ci": f"{100 * (o.ci_low - 1):+.1f}..{100 * (o.ci_high - 1):+.1f}%",
                          "band": f"+-{100 * o.band:.1f}%", "spread": f"{100 * o.base_spread:.1f}%",
-                         "bw": f"{pr.base_bytes / t_base / 1e9:,.0f} GB/s ({100 * pr.base_bytes / t_base / res.copy_bandwidth:.0f}% of copy)",
+                         "bw": f"{pr.base_bytes / t_base / 1e9:,.0f} GB/s ({100 * pr.base_bytes / t_base / res.copy_bandwidth:.0f}% of copy, "
+                               f"{100 * pr.base_bytes / t_base / peak:.0f}% of {product.name} peak)",
                          "verdict": o.verdict, "why": o.why})
         cols = [("point", "point"), ("base", f"baseline {unit}"), ("cand", f"candidate {unit}"), ("delta", "delta"),
                 ("ci", "95% CI"), ("band", "A/A band"), ("spread", "baseline spread"), ("bw", "baseline HBM"),
@@ -176,6 +189,8 @@ def result_report(res: V.Result, args) -> Report:
     env = res.env
     env_rows = [{"item": k, "value": v} for k, v in env.items()]
     env_rows += [{"item": "copy bandwidth (read + write)", "value": f"{res.copy_bandwidth / 1e9:,.0f} GB/s"},
+                 {"item": "spec peak bandwidth", "value": f"{product.memory_bandwidth_gbs:,.0f} GB/s ({product.name}, "
+                                                           f"{product.source})"},
                  {"item": "device time spent", "value": f"{res.device_seconds:.0f} s"},
                  {"item": "command", "value": "occmodel " + " ".join(sys.argv[1:])}]
     sections.append(Section("Environment", [("item", "item"), ("value", "value")], env_rows))
