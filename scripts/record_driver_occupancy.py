@@ -9,9 +9,9 @@ kernel (MAX_DYNAMIC_SHARED_SIZE_BYTES opted in to the device maximum). Writes
     <out>/driver_occupancy.csv.gz   regs,static_smem,threads,dyn_smem,carveout,blocks,status
     <out>/device_attributes.json    the device attributes a spec needs
 
-Needs only libcuda (ctypes) and triton's ptxas; no torch. Usage on the GPU:
+Needs only libcuda (ctypes), triton's ptxas and this checkout; no torch. Usage on the GPU:
 
-    python3 scripts/record_driver_occupancy.py --out $OUT
+    PYTHONPATH=. python3 scripts/record_driver_occupancy.py --out $OUT
 """
 
 from __future__ import annotations
@@ -36,15 +36,7 @@ DYN_SMEM = (0, 1, 127, 128, 129, 1024, 3000, 7168, 8192, 16384, 24576, 32768, 40
             166912, 166913, 196608, 200000, 220000, 232448, 232449)
 CARVEOUTS = (-1, 0, 1, 5, 10, 25, 33, 50, 66, 75, 90, 100)
 
-DEVICE_ATTRIBUTES = {  # CUdevice_attribute numbers (cuda.h)
-    "max_threads_per_block": 1, "max_shared_memory_per_block": 8, "warp_size": 10,
-    "max_registers_per_block": 12, "multiprocessor_count": 16, "compute_capability_major": 75,
-    "compute_capability_minor": 76, "max_threads_per_multiprocessor": 39, "l2_cache_size": 38,
-    "memory_clock_rate_khz": 36, "global_memory_bus_width": 37, "clock_rate_khz": 13,
-    "max_shared_memory_per_multiprocessor": 81, "max_registers_per_multiprocessor": 82,
-    "max_blocks_per_multiprocessor": 106, "max_shared_memory_per_block_optin": 97,
-    "reserved_shared_memory_per_block": 111,
-}
+from occmodel.detect import DEVICE_ATTRIBUTES  # noqa: E402  (CUdevice_attribute numbers)
 FUNC_MAX_THREADS, FUNC_SHARED, FUNC_NUM_REGS, FUNC_LOCAL = 0, 1, 4, 3
 FUNC_MAX_DYN_SHARED, FUNC_CARVEOUT = 8, 9
 

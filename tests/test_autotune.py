@@ -2,7 +2,6 @@
 (CPU only: every config is compiled for sm_120, never launched)."""
 
 import logging
-import os
 
 import pytest
 import torch
@@ -21,15 +20,8 @@ SPEC = load_spec("sm_120")
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _cache_dir(tmp_path_factory):
-    """A fresh occmodel cache for this module (the user's ~/.cache is never touched)."""
-    old = os.environ.get("OCCMODEL_CACHE_DIR")
-    os.environ["OCCMODEL_CACHE_DIR"] = str(tmp_path_factory.mktemp("occmodel-cache"))
-    yield
-    if old is None:
-        os.environ.pop("OCCMODEL_CACHE_DIR", None)
-    else:
-        os.environ["OCCMODEL_CACHE_DIR"] = old
+def _cache_dir(fresh_cache):
+    return fresh_cache
 
 
 def _cfg(m, n, k, warps, stages):

@@ -25,15 +25,8 @@ from occmodel import triton_compat as tc  # noqa: E402
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _cache_dir(tmp_path_factory):
-    """A fresh occmodel cache for this module (the user's ~/.cache is never touched)."""
-    old = os.environ.get("OCCMODEL_CACHE_DIR")
-    os.environ["OCCMODEL_CACHE_DIR"] = str(tmp_path_factory.mktemp("occmodel-cache"))
-    yield
-    if old is None:
-        os.environ.pop("OCCMODEL_CACHE_DIR", None)
-    else:
-        os.environ["OCCMODEL_CACHE_DIR"] = old
+def _cache_dir(fresh_cache):
+    return fresh_cache
 
 
 def res_usage(cubin: bytes, tmp_path: Path) -> dict[str, int]:

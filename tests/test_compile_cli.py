@@ -25,16 +25,9 @@ ADD = f"{TESTS / 'kernels_for_tests.py'}:add_kernel"
 ADD_SIG = "*fp16:16,*fp16:16,*fp16:16,i32"
 
 
-def shared_cache(tmp_path_factory) -> str:
-    """One OCCMODEL_CACHE_DIR per pytest session (the basetemp is per session)."""
-    path = tmp_path_factory.getbasetemp() / "occmodel-cache"
-    path.mkdir(exist_ok=True)
-    return str(path)
-
-
 @pytest.fixture(scope="module")
-def env(tmp_path_factory):
-    e = dict(os.environ, OCCMODEL_CACHE_DIR=shared_cache(tmp_path_factory), TRITON_DEFAULT_FP_FUSION="1",
+def env(shared_cache):
+    e = dict(os.environ, OCCMODEL_CACHE_DIR=shared_cache, TRITON_DEFAULT_FP_FUSION="1",
              PYTHONPATH=os.pathsep.join([str(TESTS)] + [p for p in [os.environ.get("PYTHONPATH")] if p]))
     return e
 

@@ -27,17 +27,8 @@ from occmodel.premise import MECHANISM_FAILS, MECHANISM_HOLDS, Prefetch, static_
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _cache(tmp_path_factory):
-    """The session's shared compile cache (see test_compile_cli.py)."""
-    path = tmp_path_factory.getbasetemp() / "occmodel-cache"
-    path.mkdir(exist_ok=True)
-    old = os.environ.get("OCCMODEL_CACHE_DIR")
-    os.environ["OCCMODEL_CACHE_DIR"] = str(path)
-    yield str(path)
-    if old is None:
-        os.environ.pop("OCCMODEL_CACHE_DIR", None)
-    else:
-        os.environ["OCCMODEL_CACHE_DIR"] = old
+def _cache(shared_cache):
+    return shared_cache
 
 
 def report(card, arch: str, stages: int, **overrides) -> P.PipelineReport:
