@@ -15,7 +15,7 @@ import warnings
 from .errors import OccmodelError
 from .report import FORMATS, render
 
-COMMANDS = ("predict", "table", "compile", "accuracy", "fit", "validate", "occupancy", "specs", "plot")
+COMMANDS = ("predict", "table", "compile", "accuracy", "fit", "validate", "occupancy", "specs", "plot", "rank", "calibrate")
 
 
 class _Parser(argparse.ArgumentParser):

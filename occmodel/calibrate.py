@@ -1,0 +1,135 @@
+"""Calibration constants of the static throughput model (:mod:`occmodel.rank`), per GPU.
+
+A calibration is four measured numbers and where they came from::
+
+    bandwidth_gbs     achievable DRAM bandwidth, GB/s (a device-to-device copy, read + write)
+    latency_ns        loaded memory latency, ns: bytes in flight / bandwidth of a streaming
+                      Triton kernel run with few CTAs (Little's law read backwards)
+    launch_us         cost of one kernel launch inside a CUDA graph (empty-kernel replays), us
+    l2_bandwidth_gbs  L2 -> SM bandwidth, GB/s (a copy whose working set fits in L2)
+
+They are written as YAML beside the spec, by default
+``~/.cache/occmodel/calibration/<spec>-<gpu>.yaml`` (``$OCCMODEL_CACHE_DIR`` replaces
+``~/.cache/occmodel``). :func:`measure` runs the micro-benchmarks (torch and a GPU,
+imported lazily from :mod:`occmodel.gpu_calibrate`); everything else here is pure.
+
+Without a calibration the model uses :func:`datasheet`: the spec product's bandwidth,
+and the DEFAULT_* latency, launch and L2 figures below (assumptions, stated as such).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import OccmodelError, SpecError
+from .spec import HardwareSpec
+
+DEFAULT_LATENCY_NS = 800.0       # loaded HBM/GDDR latency: a typical Hopper/Blackwell figure, not measured
+DEFAULT_LAUNCH_US = 2.5          # a kernel back to back inside a CUDA graph, not measured
+DEFAULT_L2_FACTOR = 2.5          # L2 bandwidth as a multiple of DRAM bandwidth, not measured
+
+
+class CalibrationError(OccmodelError):
+    """A calibration file that is missing or malformed."""
+
+
+@dataclass(frozen=True)
+class Calibration:
+    spec: str                    # spec name it was measured for ("sm_90")
+    gpu: str                     # device name ("NVIDIA H200") or the product for datasheet figures
+    sms: int
+    bandwidth_gbs: float
+    latency_ns: float
+    launch_us: float
+    l2_bandwidth_gbs: float
+    source: str                  # "measured on ..." or "datasheet: ..."
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def datasheet(spec: HardwareSpec, product: str | None = None) -> Calibration:
+    """Figures for a GPU nobody calibrated: the spec product's datasheet bandwidth, the
+    DEFAULT_* latency / launch / L2 factor."""
+    prod = spec.product(product)
+    return Calibration(spec=spec.name, gpu=prod.name, sms=prod.sms, bandwidth_gbs=float(prod.memory_bandwidth_gbs),
+                       latency_ns=DEFAULT_LATENCY_NS, launch_us=DEFAULT_LAUNCH_US,
+                       l2_bandwidth_gbs=DEFAULT_L2_FACTOR * prod.memory_bandwidth_gbs,
+                       source=f"datasheet: {prod.source}; latency {DEFAULT_LATENCY_NS:g} ns, launch "
+                              f"{DEFAULT_LAUNCH_US:g} us and L2 = {DEFAULT_L2_FACTOR:g} x DRAM bandwidth are "
+                              "defaults, not measurements")
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("OCCMODEL_CACHE_DIR") or Path.home() / ".cache" / "occmodel")
+
+
+def default_path(spec_name: str, gpu: str) -> Path:
+    """~/.cache/occmodel/calibration/<spec>-<gpu slug>.yaml"""
+    slug = re.sub(r"[^a-z0-9]+", "-", gpu.lower()).strip("-") or "gpu"
+    return cache_root() / "calibration" / f"{spec_name}-{slug}.yaml"
+
+
+def save(cal: Calibration, path: Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = "# occmodel calibration: constants of the static throughput model (occmodel rank)\n"
+    text += yaml.safe_dump(cal.as_dict(), sort_keys=False)
+    path.write_text(text)
+    return path
+
+
+def load(path: str | os.PathLike) -> Calibration:
+    """Read a calibration YAML; CalibrationError naming every missing or bad field."""
+    path = Path(path)
+    if not path.is_file():
+        raise CalibrationError(f"calibration file {str(path)!r} does not exist "
+                               "(write one with `occmodel calibrate` on the GPU)")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise CalibrationError(f"{path}: malformed YAML: {str(exc).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise CalibrationError(f"{path}: must be a mapping of {', '.join(f.name for f in fields(Calibration))}")
+    errors, values = [], {}
+    for f in fields(Calibration):
+        v = data.get(f.name)
+        if v is None:
+            errors.append(f"{f.name}: required field")
+        elif f.type in ("float", "int") and (isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0):
+            errors.append(f"{f.name}: must be a positive number, got {v!r}")
+        else:
+            values[f.name] = int(v) if f.type == "int" else float(v) if f.type == "float" else str(v)
+    if errors:
+        raise CalibrationError(f"{path}: " + "; ".join(errors))
+    return Calibration(**values)
+
+
+def find(spec: HardwareSpec) -> Calibration | None:
+    """The single cached calibration for this spec, if exactly one exists."""
+    hits = sorted((cache_root() / "calibration").glob(f"{spec.name}-*.yaml"))
+    return load(hits[0]) if len(hits) == 1 else None
+
+
+def resolve(spec: HardwareSpec, path: str | os.PathLike | None = None, product: str | None = None) -> Calibration:
+    """--calibration FILE, else the cached one for the spec, else the datasheet figures.
+    SpecError if a given calibration was measured for a different spec."""
+    cal = load(path) if path is not None else find(spec)
+    if cal is None:
+        return datasheet(spec, product)
+    if cal.spec != spec.name:
+        raise SpecError(f"calibration {str(path)!r} was measured for {cal.spec}, not {spec.name}; "
+                        f"pass --spec {cal.spec}")
+    return cal
+
+
+def measure(spec: HardwareSpec, quick: bool = False, progress=None) -> Calibration:
+    """Run the micro-benchmarks on the local GPU (NoGPUError without one)."""
+    from . import gpu_calibrate
+    return gpu_calibrate.measure(spec, quick=quick, progress=progress)

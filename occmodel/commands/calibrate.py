@@ -1,0 +1,49 @@
+"""``occmodel calibrate``: measure the rank model's constants on the local GPU, once per GPU."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from .. import calibrate as C
+from ..errors import NoGPUError
+from ..report import Report, Section
+from ..spec import load_spec
+
+
+def add_parser(subs, common) -> None:
+    p = subs.add_parser(
+        "calibrate", parents=[common], help="on a GPU: measure bandwidth, latency, launch cost for `occmodel rank`",
+        description="Runs short micro-benchmarks (well under a minute): device-to-device copy bandwidth, L2 "
+                    "bandwidth, loaded memory latency (Little's law on a streaming Triton kernel with one tile in "
+                    "flight per CTA) and kernel launch overhead in a CUDA graph. Writes them as YAML to --out or "
+                    "~/.cache/occmodel/calibration/<spec>-<gpu>.yaml, where `occmodel rank --spec <spec>` finds it.")
+    p.add_argument("--out", type=Path, default=None, help="write the YAML here (default: the cache path)")
+    p.add_argument("--quick", action="store_true", help="smaller buffers and fewer repetitions (~5 s)")
+    p.set_defaults(run=run)
+
+
+def _require_gpu() -> None:
+    try:
+        import torch
+    except ImportError:
+        raise NoGPUError("calibrate needs torch with CUDA on a GPU machine; without one, `occmodel rank` "
+                         "uses the spec's datasheet figures") from None
+    if not torch.cuda.is_available():
+        raise NoGPUError("calibrate needs a CUDA GPU and none is visible (torch.cuda.is_available() is False); "
+                         "without one, `occmodel rank` uses the spec's datasheet figures")
+
+
+def run(args) -> Report:
+    spec = load_spec(args.spec)
+    _require_gpu()
+    cal = C.measure(spec, quick=args.quick, progress=lambda m: print(f"calibrate: {m}", file=sys.stderr, flush=True))
+    path = C.save(cal, args.out or C.default_path(spec.name, cal.gpu))
+    sheet = C.datasheet(spec)
+    rows = [{"figure": k, "measured": getattr(cal, k), "datasheet/default": getattr(sheet, k)}
+            for k in ("sms", "bandwidth_gbs", "latency_ns", "launch_us", "l2_bandwidth_gbs")]
+    return Report("calibrate", [Section(f"Calibration of {cal.gpu} for {spec.name}",
+                                        [("figure", "figure"), ("measured", "measured"),
+                                         ("datasheet/default", "datasheet / default")], rows,
+                                        [f"written to {path}"])],
+                  [cal.source], extra={"calibration": cal.as_dict(), "path": str(path)})

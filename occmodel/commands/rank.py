@@ -1,0 +1,159 @@
+"""``occmodel rank``: order configs by the static throughput model, before any GPU run."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import math
+from types import SimpleNamespace
+
+from .. import calibrate as C
+from .. import rank as R
+from ..card import load_card
+from ..errors import ConfigError
+from ..report import Report, Section
+from ..spec import load_spec
+from . import _configs
+from ._args import define
+
+
+def add_parser(subs, common) -> None:
+    p = subs.add_parser(
+        "rank", parents=[common], help="rank configs by a static throughput model (no GPU)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Estimate each config's time per launch at each workload point from what occmodel knows: "
+                    "roofline (bytes / bandwidth, flops / peak), memory-level parallelism (bytes in flight per SM "
+                    "against bandwidth x latency, Little's law), wave quantization (grid vs SMs x resident "
+                    "blocks), pipeline fill, spills (--compiled) and launch overhead. Every term is a column. "
+                    "Constants: --calibration FILE (from `occmodel calibrate`), else a cached calibration for "
+                    "the spec, else the spec product's datasheet with default latency and launch figures.",
+        epilog="examples:\n"
+               "  occmodel rank --kernel decode_attention --spec sm_90 --points C=1,8,64 --warps 2,4,8 \\\n"
+               "      --stages 1,2,3,4 -D BLOCK_T=16,32,64 --top 5\n"
+               "  occmodel rank --kernel matmul --spec sm_90 --warps 4,8 --stages 2,3,4 -D BLOCK_M=64,128 --compiled")
+    _configs.add_config_args(p, sweep=True)
+    p.add_argument("--points", type=define, action="append", default=[], metavar="NAME=V1,V2",
+                   help="workload points, e.g. C=1,8,64 (repeatable; the product is taken; -D fixes others)")
+    p.add_argument("--compiled", action="store_true",
+                   help="compile every config for the spec's arch: real registers, shared memory, spills and "
+                        "the TTGIR's pipeline depth instead of the model's")
+    p.add_argument("--calibration", default=None, metavar="FILE", help="calibration YAML from `occmodel calibrate`")
+    p.add_argument("--product", default=None, help="the spec's product for datasheet figures (default: first)")
+    p.add_argument("--top", type=int, default=None, metavar="K",
+                   help="also print the best K configs as --candidate flags and as a Python list")
+    p.set_defaults(run=run)
+
+
+def _split(card, args) -> tuple[list[dict], SimpleNamespace]:
+    """(points, args with only card -D's) from --points and -D."""
+    workload = {p.name for p in card.workload_params}
+    fixed = {}
+    card_defines = []
+    for name, values in args.defines:
+        if name in workload:
+            if len(values) != 1:
+                raise ConfigError(f"-D {name}={','.join(values)}: list workload values with --points {name}=...")
+            fixed[name] = values[0]
+        else:
+            card_defines.append((name, values))
+    axes = dict(args.points)
+    for n in axes:
+        if n not in workload:
+            raise ConfigError(f"--points {n}: not a workload parameter of {card.name}; valid: "
+                              f"{', '.join(sorted(workload))}")
+    if axes:
+        points = [card.resolve_point({**fixed, **dict(zip(axes, combo))}) for combo in itertools.product(*axes.values())]
+    else:
+        points = [card.resolve_point({**dict(pt), **fixed}) for pt in card.default_points] or [card.resolve_point(fixed)]
+    return points, SimpleNamespace(**{**vars(args), "defines": card_defines})
+
+
+def _label(pt: dict, varying: list[str]) -> str:
+    return ",".join(f"{k}={pt[k]}" for k in varying) or ",".join(f"{k}={v}" for k, v in pt.items())
+
+
+def _us(s: float) -> float | None:
+    return round(s * 1e6, 2) if math.isfinite(s) else None
+
+
+def run(args) -> Report:
+    spec = load_spec(args.spec)
+    card = load_card(args.kernel)
+    if args.top is not None and args.top < 1:
+        raise ConfigError(f"--top {args.top} is out of range; allowed >= 1")
+    points, sargs = _split(card, args)
+    base = _configs.baseline(card, sargs)
+    if not (sargs.warps or sargs.stages or sargs.defines):
+        sargs.warps, sargs.stages = [2, 4, 8], [1, 2, 3, 4]
+    entries = _configs.sweep(card, base, sargs)
+    swept = list(entries[0][0]) if entries else []
+    cfgs = [cfg for _, cfg, _ in entries if cfg is not None]
+    skipped = [(asked, err) for asked, cfg, err in entries if cfg is None]
+    if not cfgs:
+        raise ConfigError(f"no valid config in the sweep; first problem: {skipped[0][1]}" if skipped else "empty sweep")
+    cal = C.resolve(spec, args.calibration, args.product)
+    compiled = None
+    if args.compiled:
+        from .compiled_columns import compile_configs
+        compiled = compile_configs(card, spec, cfgs, keep_ir=True)
+    est = R.estimate_many(card, spec, cal, cfgs, points, compiled, args.product)
+    varying = [k for k in points[0] if len({p[k] for p in points}) > 1]
+    labels = [_label(p, varying) for p in points]
+    score = R.aggregate_rank([[e.total_s for e in row] for row in est])
+    order = sorted(range(len(cfgs)), key=lambda i: score[i])
+    cfg_cols = [(k, k) for k in swept]
+
+    agg_rows = []
+    for r, i in enumerate(order, 1):
+        row = {"rank": r, **{k: cfgs[i][k] for k in swept}, "score": round(score[i], 3) if math.isfinite(score[i]) else None,
+               "blocks_per_sm": est[i][0].blocks_per_sm}
+        row.update({f"t{j}": _us(e.total_s) for j, e in enumerate(est[i])})
+        agg_rows.append(row)
+    agg = Section(f"{card.name} on {spec.name}: {len(cfgs)} configs ranked over {len(points)} point(s)",
+                  [("rank", "rank"), *cfg_cols, ("score", "score"), ("blocks_per_sm", "blocks/SM"),
+                   *[(f"t{j}", f"est us {lab}") for j, lab in enumerate(labels)]], agg_rows,
+                  ["score: geometric mean over points of estimate / best estimate (1 = best everywhere)"]
+                  + [f"skipped {a}: {e}" for a, e in skipped])
+    sections = [agg]
+    term_cols = [("rank", "rank"), *cfg_cols, ("total_us", "est us"), ("bound", "bound"), ("grid", "grid"),
+                 ("blocks_per_sm", "blocks/SM"), ("waves", "waves"), ("tail_ctas", "tail CTAs"),
+                 ("tiles_in_flight", "tiles ahead"), ("mlp", "in flight / needed"), ("achievable_gbs", "bw GB/s"),
+                 ("waves_us", "waves us"), ("tail_us", "tail us"), ("fill_us", "fill us"), ("spill_us", "spill us"),
+                 ("launch_us", "launch us"), ("mem_roof_us", "roof mem us"), ("comp_roof_us", "roof comp us")]
+    for j, lab in enumerate(labels):
+        col = sorted(range(len(cfgs)), key=lambda i: est[i][j].total_s)
+        rows = []
+        for r, i in enumerate(col, 1):
+            e = est[i][j]
+            rows.append({"rank": r, **{k: cfgs[i][k] for k in swept}, "total_us": _us(e.total_s), "bound": e.bound,
+                         "grid": e.grid, "blocks_per_sm": e.blocks_per_sm, "waves": e.waves, "tail_ctas": e.tail_ctas,
+                         "tiles_in_flight": e.tiles_in_flight,
+                         "mlp": round(e.inflight_per_sm / e.needed_per_sm, 3) if e.fits else None,
+                         "achievable_gbs": round(e.achievable_gbs), "waves_us": _us(e.waves_s),
+                         "tail_us": _us(e.tail_s), "fill_us": _us(e.fill_s), "spill_us": _us(e.spill_s),
+                         "launch_us": _us(e.launch_s), "mem_roof_us": _us(e.roofline_mem_s),
+                         "comp_roof_us": _us(e.roofline_comp_s)})
+        sections.append(Section(f"Point {_label(points[j], list(points[j]))}", term_cols, rows))
+    top = []
+    if args.top:
+        top = [cfgs[i] for i in order[:args.top] if math.isfinite(score[i])]
+        flags = " ".join("--candidate " + ",".join(f"{k}={c[k]}" for k in swept) for c in top)
+        pylist = "[" + ", ".join("{" + ", ".join(f"{k!r}: {c[k]!r}" for k in swept) + "}" for c in top) + "]"
+        sections.append(Section(f"Top {len(top)} for validate / the autotune pruner",
+                                [("form", "form"), ("text", "text")],
+                                [{"form": "validate flags", "text": flags}, {"form": "python list", "text": pylist}]))
+    src = "compiled (n_regs, total_shared, n_spills, TTGIR ring depth)" if args.compiled else \
+        "the card's model (no compile; spills not known)"
+    assumptions = [f"constants: {cal.gpu}, {cal.sms} SMs, {cal.bandwidth_gbs:g} GB/s, latency {cal.latency_ns:g} ns, "
+                   f"launch {cal.launch_us:g} us, L2 {cal.l2_bandwidth_gbs:g} GB/s; {cal.source}",
+                   f"peak {R.peak_flops(spec, args.product) / 1e12:g} TFLOP/s (fp16 tensor, datasheet)",
+                   f"resources from {src}",
+                   "the estimate ranks configs; it is not a time to quote (see rank.py for the formula)"]
+    return Report("rank", sections, assumptions,
+                  extra={"spec": spec.name, "kernel": card.name, "points": points,
+                         "top": top, "estimates": [[_finite(e.as_dict()) for e in row] for row in est]})
+
+
+def _finite(d: dict) -> dict:
+    """inf (a config that does not fit) as None, so --format json stays strict JSON."""
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()}

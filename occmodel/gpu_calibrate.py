@@ -1,0 +1,129 @@
+"""The calibration micro-benchmarks (torch + Triton, on the local GPU; ~10-20 s).
+
+* DRAM bandwidth: a device-to-device copy of 1 GiB (bytes read + written), as validate measures it.
+* L2 bandwidth: a streaming-read Triton kernel whose 16 MiB working set stays in L2,
+  many CTAs, pipelined.
+* loaded latency: the same streaming kernel over 1 GiB (DRAM) with one CTA per SM and
+  num_stages=1, so each CTA has exactly one tile in flight (the loop-carried sum makes
+  the next load wait for the previous one); Little's law read backwards gives
+  latency = CTAs x tile bytes / measured bandwidth. Median over three tile sizes whose
+  bandwidth stays under half of the copy bandwidth (latency-bound, not bandwidth-bound).
+* launch overhead: an empty kernel captured 200 times in a CUDA graph; replay time / 200.
+
+Imports torch at import time: import it only through :func:`occmodel.calibrate.measure`.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+import torch
+import triton
+import triton.language as tl
+
+from . import gpu
+from .calibrate import Calibration, CalibrationError
+from .errors import SpecError
+from .spec import HardwareSpec
+
+
+@triton.jit
+def _stream(X, OUT, n_tiles, iters, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], tl.float32)
+    for i in range(0, iters):
+        tile = (pid * iters + i) % n_tiles
+        acc += tl.load(X + tile.to(tl.int64) * BLOCK + offs).to(tl.float32)
+    tl.store(OUT + pid * BLOCK + offs, acc)
+
+
+@triton.jit
+def _empty(X):
+    pass
+
+
+def _time(fn, reps: int = 7) -> float:
+    """Median seconds of fn() over reps, after one warm-up."""
+    fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(reps):
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3)
+    return statistics.median(times)
+
+
+def stream_bandwidth(buf: torch.Tensor, ctas: int, block: int, iters: int, num_warps: int = 4,
+                     num_stages: int = 1) -> float:
+    """Bytes/s read by `ctas` CTAs each reading `iters` tiles of `block` fp32 from `buf` (wrapping)."""
+    n_tiles = buf.numel() // block
+    out = torch.empty(ctas * block, dtype=torch.float32, device=buf.device)
+
+    def run():
+        _stream[(ctas,)](buf, out, n_tiles, iters, BLOCK=block, num_warps=num_warps, num_stages=num_stages)
+
+    t = _time(run)
+    return ctas * iters * block * 4 / t
+
+
+def launch_overhead(n: int = 200) -> float:
+    """Seconds per empty-kernel launch inside a CUDA graph."""
+    x = torch.empty(1, device="cuda")
+    _empty[(1,)](x)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        _empty[(1,)](x)
+        with torch.cuda.graph(graph, stream=stream):
+            for _ in range(n):
+                _empty[(1,)](x)
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    return _time(graph.replay) / n
+
+
+def measure(spec: HardwareSpec, quick: bool = False, progress=None) -> Calibration:
+    """All four figures on the local GPU (NoGPUError without one)."""
+    gpu.require_gpu()
+    say = progress or (lambda m: None)
+    props = torch.cuda.get_device_properties(0)
+    sms = props.multi_processor_count
+    if (props.major, props.minor) != tuple(spec.compute_capability):
+        raise SpecError(f"the local GPU {props.name} is cc {props.major}.{props.minor}, spec {spec.name} is cc "
+                        f"{spec.compute_capability[0]}.{spec.compute_capability[1]}; pass --spec "
+                        f"sm_{props.major}{props.minor}")
+    say("copy bandwidth")
+    bw = gpu.copy_bandwidth(nbytes=(256 if quick else 1024) * 2**20, reps=5 if quick else 10)
+
+    say("L2 bandwidth")
+    small = torch.ones(4 * 2**20, dtype=torch.float32, device="cuda")        # 16 MiB: fits any L2 >= 24 MB
+    l2 = stream_bandwidth(small, ctas=sms * 8, block=1024, iters=64 if quick else 256, num_stages=3)
+    del small
+
+    say("loaded latency")
+    big = torch.ones((256 if quick else 1024) * 2**18, dtype=torch.float32, device="cuda")
+    lats = []
+    for block in (512, 1024, 2048):                 # 2, 4, 8 KB tiles, one in flight per CTA
+        iters = (2**24 if quick else 2**26) // (sms * block)
+        got = stream_bandwidth(big, ctas=sms, block=block, iters=max(16, iters), num_stages=1)
+        if got < 0.5 * bw:
+            lats.append(sms * block * 4 / got)
+    del big
+    if not lats:
+        raise CalibrationError("the latency probe was never latency-bound (bandwidth above half the copy figure)")
+
+    say("launch overhead")
+    launch = launch_overhead()
+    return Calibration(spec=spec.name, gpu=props.name, sms=sms, bandwidth_gbs=round(bw / 1e9, 1),
+                       latency_ns=round(statistics.median(lats) * 1e9, 1), launch_us=round(launch * 1e6, 3),
+                       l2_bandwidth_gbs=round(l2 / 1e9, 1),
+                       source=f"measured on {props.name} (cc {props.major}.{props.minor}, {sms} SMs) with "
+                              f"torch {torch.__version__}, triton {triton.__version__}"
+                              + (" (--quick)" if quick else ""))
