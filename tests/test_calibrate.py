@@ -1,0 +1,71 @@
+"""Calibration files (pure) and `occmodel calibrate` without a GPU."""
+
+import subprocess
+import sys
+
+import pytest
+
+from occmodel import calibrate as C
+from occmodel.spec import load_spec
+
+
+def test_datasheet_figures_and_defaults_are_said():
+    cal = C.datasheet(load_spec("sm_120"))
+    # sm_120's first product: RTX PRO 6000 Blackwell, L2 default = 2.5 x its bandwidth
+    assert cal.gpu == "RTX PRO 6000 Blackwell" and cal.latency_ns == C.DEFAULT_LATENCY_NS
+    assert cal.l2_bandwidth_gbs == pytest.approx(C.DEFAULT_L2_FACTOR * cal.bandwidth_gbs)
+    assert "not measurements" in cal.source
+
+
+def test_save_load_round_trip_and_default_path(tmp_path, monkeypatch):
+    monkeypatch.setenv("OCCMODEL_CACHE_DIR", str(tmp_path))
+    spec = load_spec("sm_90")
+    cal = C.Calibration(spec="sm_90", gpu="NVIDIA H200", sms=132, bandwidth_gbs=4200.0, latency_ns=900.0,
+                        launch_us=2.1, l2_bandwidth_gbs=11000.0, source="measured")
+    path = C.default_path("sm_90", cal.gpu)
+    assert path == tmp_path / "calibration" / "sm_90-nvidia-h200.yaml"
+    C.save(cal, path)
+    assert C.load(path) == cal
+    assert C.resolve(spec) == cal                       # the cached one is found for the spec
+    with pytest.raises(Exception, match="measured for sm_90, not sm_120"):
+        C.resolve(load_spec("sm_120"), path)
+
+
+def test_load_names_every_bad_field(tmp_path):
+    p = tmp_path / "bad.yaml"
+    p.write_text("spec: sm_90\ngpu: x\nsms: 132\nbandwidth_gbs: -1\n")
+    with pytest.raises(C.CalibrationError) as exc:
+        C.load(p)
+    text = str(exc.value)
+    assert "bandwidth_gbs: must be a positive number" in text and "latency_ns: required field" in text
+    with pytest.raises(C.CalibrationError, match="does not exist"):
+        C.load(tmp_path / "missing.yaml")
+
+
+def _gpu() -> bool:
+    try:
+        import torch
+        return torch.cuda.is_available()
+    except ImportError:
+        return False
+
+
+@pytest.mark.skipif(_gpu(), reason="a GPU is visible")
+def test_calibrate_without_gpu_exits_2_with_one_line(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "occmodel", "calibrate", "--spec", "sm_90", "--out",
+                           str(tmp_path / "c.yaml")], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "needs a CUDA GPU" in lines[0]
+    assert not (tmp_path / "c.yaml").exists()
+
+
+def test_rank_uses_a_calibration_file(tmp_path):
+    cal = C.Calibration(spec="sm_90", gpu="NVIDIA H200", sms=132, bandwidth_gbs=4200.0, latency_ns=3000.0,
+                        launch_us=2.0, l2_bandwidth_gbs=11000.0, source="measured on a test")
+    path = C.save(cal, tmp_path / "c.yaml")
+    proc = subprocess.run([sys.executable, "-m", "occmodel", "rank", "--spec", "sm_90", "--points", "C=64",
+                           "--warps", "4", "--stages", "2", "--calibration", str(path)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "latency 3000 ns" in proc.stdout and "measured on a test" in proc.stdout
