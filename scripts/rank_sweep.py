@@ -279,11 +279,12 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:  # noqa: BLE001 - report and go on to the next kernel
             kernels.append({"kernel": kernel, "error": f"{type(exc).__name__}: {exc}".splitlines()[0]})
             log(f"{kernel} failed: {kernels[-1]['error']}")
-    doc = {"spec": spec.name, "product": args.product, "env": env, "wall_s": time.time() - t_start,
-           "calibrations": {n: c.as_dict() for n, c in cals.items()}, "kernels": kernels}
-    args.out.with_suffix(".json").write_text(json.dumps(doc, indent=1, default=str) + "\n")
-    args.out.with_suffix(".md").write_text(markdown(doc))
-    log(f"wrote {args.out.with_suffix('.json')} and .md")
+        doc = {"spec": spec.name, "product": args.product, "env": env, "wall_s": time.time() - t_start,
+               "calibrations": {n: c.as_dict() for n, c in cals.items()}, "kernels": kernels}
+        # written after every kernel, so a run cut short keeps what it measured
+        args.out.with_suffix(".json").write_text(json.dumps(doc, indent=1, default=str) + "\n")
+        args.out.with_suffix(".md").write_text(markdown(doc))
+        log(f"wrote {args.out.with_suffix('.json')} and .md ({kernel})")
     return 0
 
 
