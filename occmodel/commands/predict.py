@@ -64,6 +64,21 @@ def _metric_rows(spec, base: Prediction, cand: Prediction) -> list[dict]:
     return out
 
 
+def _views(card, cfg, expr, what: str) -> list[dict]:
+    """The model as a function of num_stages alone and of the tile sizes alone (the other
+    parameters at the candidate's values): readable where the full expression is not."""
+    syms = card.symbols()
+    rows = []
+    for label, keep in (("num_stages", {"num_stages"}),
+                        ("tile sizes", {n for n in syms if n.startswith("BLOCK")})):
+        if not keep & set(syms):
+            continue
+        sub = {sym: cfg[name] for name, sym in syms.items() if name not in keep}
+        view = sympy.piecewise_fold(sympy.simplify(expr.subs(sub)))
+        rows.append({"question": f"{what} vs {label}", "answer": str(view)})
+    return rows
+
+
 def run(args) -> Report:
     spec = load_spec(args.spec)
     card = load_card(args.kernel)
@@ -103,8 +118,8 @@ def run(args) -> Report:
     premise_rows = [{"premise": premise.claim, "mechanism": premise.mechanism,
                      "why": premise.why + (f"; note: {premise.note}" if premise.note else "")}]
     limits_rows = [
-        {"question": "shared memory (model)", "answer": f"{shared_expr}"},
-        {"question": "registers (model)", "answer": f"{regs_expr}"},
+        *_views(card, cand_cfg, shared_expr, "shared memory (B)"),
+        *_views(card, cand_cfg, regs_expr, "registers (estimate)"),
         {"question": "largest num_stages that fits (candidate)", "answer":
             "none" if stages_max is None else (f"{stages_max}" + (" (or more)" if stages_max == 16 else ""))},
         *block_rows,
@@ -125,4 +140,5 @@ def run(args) -> Report:
                               Section("Limits from the model", [("question", "question"), ("answer", "answer")],
                                       limits_rows)],
                   assumptions, extra={"spec": spec.name, "kernel": card.name, "baseline": base_cfg,
-                                      "candidate": cand_cfg})
+                                      "candidate": cand_cfg,
+                                      "model": {"shared_memory": str(shared_expr), "registers": str(regs_expr)}})
