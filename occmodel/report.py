@@ -99,7 +99,7 @@ def render(report: Report, fmt: str = "table") -> str:
                         headers=[h for _, h in s.columns], tablefmt=tablefmt, disable_numparse=True)
         if fmt == "markdown":
             parts.append(f"### {s.title}\n\n{body}")
-            parts += [f"\n" + "\n".join(f"- {n}" for n in s.notes)] if s.notes else []
+            parts += ["\n" + "\n".join(f"- {n}" for n in s.notes)] if s.notes else []
         else:
             parts.append(f"{s.title}\n{body}")
             parts += ["\n".join(f"  {n}" for n in s.notes)] if s.notes else []

@@ -14,7 +14,6 @@ Order of work, per DESIGN.md's verdicts:
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 

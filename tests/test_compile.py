@@ -5,7 +5,6 @@ driver. About 20 compiles in all; each takes well under a second on 2 cores."""
 from __future__ import annotations
 
 import ctypes
-import os
 import re
 import subprocess
 import sys

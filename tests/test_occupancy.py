@@ -1,7 +1,6 @@
 """Occupancy rules: hand-worked golden cases, edges, the real driver, NVIDIA's header."""
 
 import gzip
-import os
 import shutil
 import subprocess
 from pathlib import Path

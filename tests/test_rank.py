@@ -12,7 +12,7 @@ import pytest
 
 from occmodel import rank as R
 from occmodel.calibrate import Calibration
-from occmodel.card import KernelCard, Param
+from occmodel.card import KernelCard
 
 ROOT = Path(__file__).resolve().parent.parent
 
