@@ -142,8 +142,8 @@ def spec_yaml(info: Mapping[str, Any]) -> str:
 
 
 def _product_lines(name: str, attrs: Mapping[str, Any], table: HardwareSpec) -> list[str]:
-    known = [p for p in table.products if p.name.lower() in name.lower()]
-    ref = known[0] if known else table.product()
+    known = table.product_for_gpu(name)
+    ref = known or table.product()
     lines = [_line("  - ", "name", name, "D device name")]
     sms = attrs.get("multiprocessor_count")
     lines.append(_line("    ", "sms", sms or ref.sms, "D multiprocessor_count" if sms else f"T {ref.name}"))

@@ -84,6 +84,18 @@ class HardwareSpec:
         raise SpecError(f"unknown product {name!r} for spec {self.name!r}; known: "
                         f"{', '.join(names)}{suggest(name, names)}")
 
+    def product_for_gpu(self, gpu_name: str) -> Product | None:
+        """The product a GPU is, by its driver name ('NVIDIA H200' -> H200); None if none matches."""
+        squash = lambda t: "".join(t.lower().split())  # noqa: E731
+        def model_number(p):   # 'H100 SXM' matches 'NVIDIA H100 80GB HBM3'; 'RTX ...' is no model number
+            first = p.name.split()[0]
+            return any(c.isdigit() for c in first) and first in gpu_name
+        for match in (lambda p: squash(p.name) in squash(gpu_name), model_number):
+            for p in self.products:
+                if match(p):
+                    return p
+        return None
+
 
 # ---------------------------------------------------------------- schema
 _INT, _NUM, _STR = "int", "number", "str"

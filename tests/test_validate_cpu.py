@@ -95,7 +95,7 @@ def test_result_report_from_synthetic_timings():
     import numpy as np
 
     from occmodel import validate as V
-    from occmodel.commands.validate import _product_of, result_report
+    from occmodel.commands.validate import result_report
     from occmodel.report import render
     from occmodel.stats import compare
     card, spec = load_card("matmul"), load_spec("sm_90")
@@ -114,5 +114,5 @@ def test_result_report_from_synthetic_timings():
     # 4e8 B in ~1e-4 s = ~4,000 GB/s: ~100 % of the 4 TB/s copy, ~83 % of the H200's 4.8 TB/s
     assert "of copy" in row["bw"] and "of H200 peak" in row["bw"]
     assert doc["overall"] == {"num_warps 4->8": "REFUTED"}
-    assert _product_of(load_spec("sm_120"), "NVIDIA GeForce RTX 5090").name == "RTX 5090"
-    assert _product_of(load_spec("sm_90"), "NVIDIA H100 80GB HBM3").name == "H100 SXM"
+    assert load_spec("sm_120").product_for_gpu("NVIDIA GeForce RTX 5090").name == "RTX 5090"
+    assert load_spec("sm_90").product_for_gpu("NVIDIA H100 80GB HBM3").name == "H100 SXM"

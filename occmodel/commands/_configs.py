@@ -156,3 +156,29 @@ def signature_arg(text: str | None):
     if any("=" in p for p in parts):
         raise ConfigError(f"--signature {text!r} mixes NAME=TYPE and positional entries; use one form")
     return text
+
+
+def workload_points(card: KernelCard, args) -> tuple[list[dict], list[tuple[str, list[str]]]]:
+    """(workload points, the -D's that are card parameters) from --points and -D: the product
+    of the --points lists, -D fixing other workload parameters (one value each); without
+    --points, the card's default points."""
+    workload = {p.name for p in card.workload_params}
+    fixed = {}
+    card_defines = []
+    for name, values in args.defines:
+        if name in workload:
+            if len(values) != 1:
+                raise ConfigError(f"-D {name}={','.join(values)}: list workload values with --points {name}=...")
+            fixed[name] = values[0]
+        else:
+            card_defines.append((name, values))
+    axes = dict(args.points)
+    for n in axes:
+        if n not in workload:
+            raise ConfigError(f"--points {n}: not a workload parameter of {card.name}; valid: "
+                              f"{', '.join(sorted(workload))}")
+    if axes:
+        points = [card.resolve_point({**fixed, **dict(zip(axes, combo))}) for combo in itertools.product(*axes.values())]
+    else:
+        points = [card.resolve_point({**dict(pt), **fixed}) for pt in card.default_points] or [card.resolve_point(fixed)]
+    return points, card_defines

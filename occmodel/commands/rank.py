@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import itertools
 import math
 from types import SimpleNamespace
 
@@ -46,25 +45,7 @@ def add_parser(subs, common) -> None:
 
 def _split(card, args) -> tuple[list[dict], SimpleNamespace]:
     """(points, args with only card -D's) from --points and -D."""
-    workload = {p.name for p in card.workload_params}
-    fixed = {}
-    card_defines = []
-    for name, values in args.defines:
-        if name in workload:
-            if len(values) != 1:
-                raise ConfigError(f"-D {name}={','.join(values)}: list workload values with --points {name}=...")
-            fixed[name] = values[0]
-        else:
-            card_defines.append((name, values))
-    axes = dict(args.points)
-    for n in axes:
-        if n not in workload:
-            raise ConfigError(f"--points {n}: not a workload parameter of {card.name}; valid: "
-                              f"{', '.join(sorted(workload))}")
-    if axes:
-        points = [card.resolve_point({**fixed, **dict(zip(axes, combo))}) for combo in itertools.product(*axes.values())]
-    else:
-        points = [card.resolve_point({**dict(pt), **fixed}) for pt in card.default_points] or [card.resolve_point(fixed)]
+    points, card_defines = _configs.workload_points(card, args)
     return points, SimpleNamespace(**{**vars(args), "defines": card_defines})
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import itertools
 import sys
 from pathlib import Path
 
@@ -12,6 +11,7 @@ from ..card import load_card
 from ..errors import ConfigError
 from ..report import Report, Section, render
 from ..spec import load_spec
+from . import _configs
 from ._args import assignments, define
 
 
@@ -47,20 +47,6 @@ def add_parser(subs, common) -> None:
     p.set_defaults(run=run)
 
 
-def _points(card, args) -> list[dict]:
-    workload = {p.name for p in card.workload_params}
-    fixed = {n: v[0] for n, v in args.defines if n in workload}
-    axes = {n: v for n, v in args.points}
-    for n in axes:
-        if n not in workload:
-            raise ConfigError(f"--points {n}: not a workload parameter of {card.name}; valid: "
-                              f"{', '.join(sorted(workload))}")
-    if not axes:
-        return [card.resolve_point({**dict(pt), **fixed}) for pt in card.default_points] or \
-            [card.resolve_point(fixed)]
-    return [card.resolve_point({**fixed, **dict(zip(axes, combo))}) for combo in itertools.product(*axes.values())]
-
-
 def build_plan(args) -> V.Plan:
     spec = load_spec(args.spec)
     card = load_card(args.kernel)
@@ -68,11 +54,11 @@ def build_plan(args) -> V.Plan:
         raise ConfigError(f"--rounds {args.rounds} is too few; allowed >= 5")
     if not args.candidate:
         raise ConfigError("no --candidate given; e.g. --candidate num_warps=8")
-    workload = {p.name for p in card.workload_params}
-    card_fixed = {n: v[0] for n, v in args.defines if n not in workload}
+    points, card_defines = _configs.workload_points(card, args)
+    card_fixed = {n: v[0] for n, v in card_defines}
     base = card.resolve({**(args.baseline or {}), **card_fixed}) if args.baseline else card.resolve(card_fixed)
     cands = [card.resolve(c, base=base) for c in args.candidate]
-    return V.plan(card, spec, base, cands, _points(card, args), args.rounds, compiled=not args.no_compile)
+    return V.plan(card, spec, base, cands, points, args.rounds, compiled=not args.no_compile)
 
 
 def run(args) -> Report:
@@ -133,19 +119,9 @@ def plan_report(plan: V.Plan) -> Report:
                   [f"spec {plan.spec.name}; estimate from the roofline of {plan.spec.product().name}"])
 
 
-def _product_of(spec, gpu_name: str):
-    """The spec's product this GPU is (by name), else the spec's first product."""
-    squash = lambda t: "".join(t.lower().split())  # noqa: E731
-    for match in (lambda p: squash(p.name) in squash(gpu_name), lambda p: p.name.split()[0] in gpu_name):
-        for p in spec.products:
-            if match(p):
-                return p
-    return spec.product()
-
-
 def result_report(res: V.Result, args) -> Report:
     plan = res.plan
-    product = _product_of(plan.spec, str(res.env.get("gpu", "")))
+    product = plan.spec.product_for_gpu(str(res.env.get("gpu", ""))) or plan.spec.product()
     peak = product.memory_bandwidth_gbs * 1e9
     verdicts = [{"item": f"verdict: {name}", "value": v} for name, v in res.overall.items()]
     sections = [_what_section(plan, "What was tested", verdicts), _static_section(plan), _premise_section(plan)]
