@@ -1,12 +1,17 @@
 """Calibration constants of the static throughput model (:mod:`occmodel.rank`), per GPU.
 
-A calibration is four measured numbers and where they came from::
+A calibration is six numbers and where they came from::
 
     bandwidth_gbs     achievable DRAM bandwidth, GB/s (a device-to-device copy, read + write)
-    latency_ns        loaded memory latency, ns: bytes in flight / bandwidth of a streaming
-                      Triton kernel run with few CTAs (Little's law read backwards)
+    latency_ns        loaded DRAM latency, ns: bytes in flight / bandwidth of a streaming
+                      Triton kernel with one tile in flight per CTA (Little's law read
+                      backwards), at the heaviest load that stays latency-bound
     launch_us         cost of one kernel launch inside a CUDA graph (empty-kernel replays), us
-    l2_bandwidth_gbs  L2 -> SM bandwidth, GB/s (a copy whose working set fits in L2)
+    l2_bandwidth_gbs  L2 -> SM bandwidth, GB/s (a streaming read whose working set fits in L2)
+    l2_latency_ns     L2 hit latency, ns (the latency probe on an L2-resident buffer)
+    shared_bandwidth_gbs  shared-memory bandwidth of all SMs, GB/s: 128 B per clock per SM
+                      (32 banks x 4 B) x SMs x the max SM clock (read from the device when
+                      measured, the product's boost clock on the datasheet)
 
 They are written as YAML beside the spec, by default
 ``~/.cache/occmodel/calibration/<spec>-<gpu>.yaml`` (``$OCCMODEL_CACHE_DIR`` replaces
@@ -33,6 +38,9 @@ from .spec import HardwareSpec
 DEFAULT_LATENCY_NS = 800.0       # loaded HBM/GDDR latency: a typical Hopper/Blackwell figure, not measured
 DEFAULT_LAUNCH_US = 2.5          # a kernel back to back inside a CUDA graph, not measured
 DEFAULT_L2_FACTOR = 2.5          # L2 bandwidth as a multiple of DRAM bandwidth, not measured
+DEFAULT_L2_LATENCY_NS = 300.0    # L2 hit latency, not measured
+DEFAULT_CLOCK_MHZ = 1800.0       # SM clock when the spec's product names none, not measured
+SHARED_BYTES_PER_CLOCK = 128     # per SM: 32 banks x 4 B (CUDA C++ Programming Guide, shared memory)
 
 
 class CalibrationError(OccmodelError):
@@ -49,21 +57,39 @@ class Calibration:
     launch_us: float
     l2_bandwidth_gbs: float
     source: str                  # "measured on ..." or "datasheet: ..."
+    l2_latency_ns: float = DEFAULT_L2_LATENCY_NS
+    shared_bandwidth_gbs: float = 0.0      # 0: derive from sms x 128 B x DEFAULT_CLOCK_MHZ (see __post_init__)
+
+    def __post_init__(self):
+        if not self.shared_bandwidth_gbs:
+            object.__setattr__(self, "shared_bandwidth_gbs", shared_bandwidth_gbs(self.sms, DEFAULT_CLOCK_MHZ))
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
+OPTIONAL_FIELDS = ("l2_latency_ns", "shared_bandwidth_gbs")
+
+
+def shared_bandwidth_gbs(sms: int, clock_mhz: float) -> float:
+    return round(sms * SHARED_BYTES_PER_CLOCK * clock_mhz * 1e6 / 1e9, 1)
+
+
 def datasheet(spec: HardwareSpec, product: str | None = None) -> Calibration:
-    """Figures for a GPU nobody calibrated: the spec product's datasheet bandwidth, the
-    DEFAULT_* latency / launch / L2 factor."""
+    """Figures for a GPU nobody calibrated: the spec product's datasheet bandwidth and
+    clock, the DEFAULT_* latencies / launch / L2 factor."""
     prod = spec.product(product)
+    clock = prod.boost_clock_mhz or DEFAULT_CLOCK_MHZ
+    clock_note = (f"clock {clock:g} MHz from the datasheet" if prod.boost_clock_mhz
+                  else f"clock {clock:g} MHz (a default, not the product's figure)")
     return Calibration(spec=spec.name, gpu=prod.name, sms=prod.sms, bandwidth_gbs=float(prod.memory_bandwidth_gbs),
                        latency_ns=DEFAULT_LATENCY_NS, launch_us=DEFAULT_LAUNCH_US,
                        l2_bandwidth_gbs=DEFAULT_L2_FACTOR * prod.memory_bandwidth_gbs,
-                       source=f"datasheet: {prod.source}; latency {DEFAULT_LATENCY_NS:g} ns, launch "
-                              f"{DEFAULT_LAUNCH_US:g} us and L2 = {DEFAULT_L2_FACTOR:g} x DRAM bandwidth are "
-                              "defaults, not measurements")
+                       l2_latency_ns=DEFAULT_L2_LATENCY_NS,
+                       shared_bandwidth_gbs=shared_bandwidth_gbs(prod.sms, clock),
+                       source=f"datasheet: {prod.source}; latency {DEFAULT_LATENCY_NS:g} ns, L2 latency "
+                              f"{DEFAULT_L2_LATENCY_NS:g} ns, launch {DEFAULT_LAUNCH_US:g} us and L2 = "
+                              f"{DEFAULT_L2_FACTOR:g} x DRAM bandwidth are defaults, not measurements; {clock_note}")
 
 
 def cache_root() -> Path:
@@ -97,9 +123,12 @@ def load(path: str | os.PathLike) -> Calibration:
         raise CalibrationError(f"{path}: malformed YAML: {str(exc).splitlines()[0]}") from None
     if not isinstance(data, dict):
         raise CalibrationError(f"{path}: must be a mapping of {', '.join(f.name for f in fields(Calibration))}")
-    errors, values = [], {}
+    errors, values, defaulted = [], {}, []
     for f in fields(Calibration):
         v = data.get(f.name)
+        if v is None and f.name in OPTIONAL_FIELDS:      # files written before these existed
+            defaulted.append(f.name)
+            continue
         if v is None:
             errors.append(f"{f.name}: required field")
         elif f.type in ("float", "int") and (isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0):
@@ -108,6 +137,8 @@ def load(path: str | os.PathLike) -> Calibration:
             values[f.name] = int(v) if f.type == "int" else float(v) if f.type == "float" else str(v)
     if errors:
         raise CalibrationError(f"{path}: " + "; ".join(errors))
+    if defaulted:
+        values["source"] = values.get("source", "") + f"; {', '.join(defaulted)} not in the file: defaults"
     return Calibration(**values)
 
 

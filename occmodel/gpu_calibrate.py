@@ -3,11 +3,16 @@
 * DRAM bandwidth: a device-to-device copy of 1 GiB (bytes read + written), as validate measures it.
 * L2 bandwidth: a streaming-read Triton kernel whose 16 MiB working set stays in L2,
   many CTAs, pipelined.
-* loaded latency: the same streaming kernel over 1 GiB (DRAM) with one CTA per SM and
-  num_stages=1, so each CTA has exactly one tile in flight (the loop-carried sum makes
-  the next load wait for the previous one); Little's law read backwards gives
-  latency = CTAs x tile bytes / measured bandwidth. Median over three tile sizes whose
-  bandwidth stays under half of the copy bandwidth (latency-bound, not bandwidth-bound).
+* loaded latency: the same streaming kernel over 1 GiB (DRAM) with num_stages=1, so
+  each CTA has exactly one tile in flight (in-order issue: the next load follows the
+  add that waits for the previous one); Little's law read backwards gives
+  latency = CTAs x tile bytes / measured bandwidth. Run at 1, 2, 4 and 8 CTAs per SM
+  (4 KB tiles); the figure is the latency at the heaviest load whose bandwidth stays
+  under 85 % of the copy bandwidth (still latency-bound: the latency a busy memory
+  system shows, which is what a loaded kernel waits).
+* L2 latency: the same probe (one CTA per SM, one tile in flight) on the 16 MiB buffer.
+* shared-memory bandwidth: 128 B per clock per SM x SMs x the max SM clock nvidia-smi
+  reports (not a benchmark; the clock from the spec's product when nvidia-smi is absent).
 * launch overhead: an empty kernel captured 200 times in a CUDA graph; replay time / 200.
 
 Imports torch at import time: import it only through :func:`occmodel.calibrate.measure`.
@@ -22,7 +27,7 @@ import triton
 import triton.language as tl
 
 from . import gpu
-from .calibrate import Calibration, CalibrationError
+from .calibrate import DEFAULT_CLOCK_MHZ, Calibration, CalibrationError, shared_bandwidth_gbs
 from .errors import SpecError
 from .spec import HardwareSpec
 
@@ -90,7 +95,7 @@ def launch_overhead(n: int = 200) -> float:
 
 
 def measure(spec: HardwareSpec, quick: bool = False, progress=None) -> Calibration:
-    """All four figures on the local GPU (NoGPUError without one)."""
+    """All six figures on the local GPU (NoGPUError without one)."""
     gpu.require_gpu()
     say = progress or (lambda m: None)
     props = torch.cuda.get_device_properties(0)
@@ -105,25 +110,48 @@ def measure(spec: HardwareSpec, quick: bool = False, progress=None) -> Calibrati
     say("L2 bandwidth")
     small = torch.ones(4 * 2**20, dtype=torch.float32, device="cuda")        # 16 MiB: fits any L2 >= 24 MB
     l2 = stream_bandwidth(small, ctas=sms * 8, block=1024, iters=64 if quick else 256, num_stages=3)
+
+    say("L2 latency")
+    l2_lat = _latency(small, sms, per_sm=1, block=1024, total=2**22 if quick else 2**24)[0]
     del small
 
     say("loaded latency")
     big = torch.ones((256 if quick else 1024) * 2**18, dtype=torch.float32, device="cuda")
-    lats = []
-    for block in (512, 1024, 2048):                 # 2, 4, 8 KB tiles, one in flight per CTA
-        iters = (2**24 if quick else 2**26) // (sms * block)
-        got = stream_bandwidth(big, ctas=sms, block=block, iters=max(16, iters), num_stages=1)
-        if got < 0.5 * bw:
-            lats.append(sms * block * 4 / got)
+    lats, probes = [], []
+    for per_sm in (1, 2, 4, 8):                      # 4 KB tiles, one in flight per CTA
+        lat, got = _latency(big, sms, per_sm, block=1024, total=2**24 if quick else 2**26)
+        probes.append(f"{per_sm}/SM: {lat * 1e9:.0f} ns at {got / 1e9:.0f} GB/s")
+        if got < 0.85 * bw:
+            lats.append(lat)
     del big
     if not lats:
-        raise CalibrationError("the latency probe was never latency-bound (bandwidth above half the copy figure)")
+        raise CalibrationError("the latency probe was never latency-bound (bandwidth above 85% of the copy figure)")
 
     say("launch overhead")
     launch = launch_overhead()
+    clock = _max_sm_clock_mhz() or spec.product_for_gpu(props.name) and spec.product_for_gpu(props.name).boost_clock_mhz
+    clock = clock or DEFAULT_CLOCK_MHZ
     return Calibration(spec=spec.name, gpu=props.name, sms=sms, bandwidth_gbs=round(bw / 1e9, 1),
-                       latency_ns=round(statistics.median(lats) * 1e9, 1), launch_us=round(launch * 1e6, 3),
-                       l2_bandwidth_gbs=round(l2 / 1e9, 1),
+                       latency_ns=round(lats[-1] * 1e9, 1), launch_us=round(launch * 1e6, 3),
+                       l2_bandwidth_gbs=round(l2 / 1e9, 1), l2_latency_ns=round(l2_lat * 1e9, 1),
+                       shared_bandwidth_gbs=shared_bandwidth_gbs(sms, clock),
                        source=f"measured on {props.name} (cc {props.major}.{props.minor}, {sms} SMs) with "
                               f"torch {torch.__version__}, triton {triton.__version__}"
+                              + f"; latency probes ({'; '.join(probes)}): the heaviest under 85% of copy; "
+                              f"L2 latency {l2_lat * 1e9:.0f} ns; SM clock {clock:g} MHz"
                               + (" (--quick)" if quick else ""))
+
+
+def _latency(buf: torch.Tensor, sms: int, per_sm: int, block: int, total: int) -> tuple[float, float]:
+    """(latency s, bandwidth B/s) of sms x per_sm CTAs each with one `block`-float tile in flight."""
+    ctas = sms * per_sm
+    got = stream_bandwidth(buf, ctas=ctas, block=block, iters=max(16, total // (ctas * block)), num_stages=1)
+    return ctas * block * 4 / got, got
+
+
+def _max_sm_clock_mhz() -> float | None:
+    """nvidia-smi's max SM clock (MHz), None when it cannot be read."""
+    try:
+        return float(str(gpu.device_info().get("max_sm_clock", "")).split()[0])
+    except (ValueError, IndexError):
+        return None

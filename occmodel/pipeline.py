@@ -43,6 +43,8 @@ _LOCREF = re.compile(r"loc\((#loc\d*)\)\s*$")
 _LOCDEF = re.compile(r"^(#loc\d*)\s*=\s*loc\((.*)\)\s*$")
 _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
 _WAIT = re.compile(r"\{num = (\d+) : i32\}")
+_MMA_DEF = re.compile(r"^(#[\w]+)\s*=\s*#ttg\.nvidia_mma<\{(.*)\}>")
+_OPERAND = re.compile(r"(tensor|!ttg\.memdesc)<((?:\d+x)+)([a-zA-Z]\w*)")
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,50 @@ class LoopLoad:
 
 
 @dataclass(frozen=True)
+class LoopDot:
+    """One matrix-multiply op of a loop body, with the warp layout of its accumulator."""
+
+    op: str                    # "tt.dot" (mma.sync, versionMajor 2) | "ttng.warp_group_dot" (wgmma, 3) | ...
+    m: int
+    n: int
+    k: int
+    a_bytes: int               # element size of A and B
+    b_bytes: int
+    version: int               # nvidia_mma versionMajor (2 mma.sync, 3 wgmma, 5 tcgen05; 0 unknown)
+    warps: tuple[int, int]     # warpsPerCTA of the accumulator layout (M, N)
+    instr_n: int               # the instruction's N (8 for mma.sync, up to 256 for wgmma)
+    a_in_registers: bool       # wgmma with A as a register tensor: no shared-memory read of A
+    where: str = ""
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.m * self.n * self.k
+
+    @property
+    def shared_read_bytes(self) -> int:
+        """Bytes the CTA reads from shared memory for this dot's operands (per execution).
+
+        mma.sync (v2): every warp loads (ldmatrix) the A rows of its M slice for its whole
+        K, and the B columns of its N slice; warps [wm, wn] -> A read wn times, B wm times,
+        and a dimension with fewer 16-row (A) / 8-column (B) tiles than warps replicates
+        the tile (each warp still loads it).
+        wgmma (v3): one instruction is m64 x instr_n x k16 reading both operands from
+        shared, so A is read ceil(N / instr_n) times (0 when A sits in registers) and B
+        ceil(M / 64) times. Other versions: A and B once.
+        """
+        a = self.m * self.k * self.a_bytes
+        b = self.n * self.k * self.b_bytes
+        wm, wn = self.warps
+        if self.version == 2:
+            m_eff, n_eff = max(self.m, 16 * wm), max(self.n, 8 * wn)
+            return wn * m_eff * self.k * self.a_bytes + wm * n_eff * self.k * self.b_bytes
+        if self.version == 3:
+            reads_a = 0 if self.a_in_registers else a * -(-self.n // max(1, self.instr_n))
+            return reads_a + b * -(-self.m // 64)
+        return a + b
+
+
+@dataclass(frozen=True)
 class LoopInfo:
     where: str                 # the scf.for's source position
     depth: int                 # nesting depth among loops (0 = outermost)
@@ -75,6 +121,16 @@ class LoopInfo:
     loads: tuple[LoopLoad, ...]
     wait_groups: int | None    # smallest `num` of the ttg.async_wait ops in the body (groups left in flight)
     groups_per_iteration: int  # ttg.async_commit_group ops in the body
+    dots: tuple[LoopDot, ...] = ()   # the body's matrix multiplies (K-chunked dots listed per chunk)
+
+    @property
+    def shared_read_bytes(self) -> int:
+        """Shared-memory operand reads of the body's dots per iteration (see LoopDot)."""
+        return sum(d.shared_read_bytes for d in self.dots)
+
+    @property
+    def dot_flops(self) -> int:
+        return sum(d.flops for d in self.dots)
 
 
 @dataclass(frozen=True)
@@ -170,6 +226,7 @@ def parse_ttgir(text: str, kernel: str = "", arch: str = "", num_stages: int | N
     """Every scf.for of the public kernel function, with the loads in its body."""
     lines = text.splitlines()
     locs = _Locations(lines)
+    mmas = _mma_layouts(lines)
     defs: dict[str, tuple[str, str]] = {}           # ssa -> (op, line); iter_args -> ("iter_arg", init)
     for ln in lines:
         m = _OP.match(ln)
@@ -205,14 +262,14 @@ def parse_ttgir(text: str, kernel: str = "", arch: str = "", num_stages: int | N
         inner = max((i for i, (_, rec) in enumerate(stack) if rec is not None), default=None)
         if in_func and inner is not None:
             branch = any(kind == "scf.if" for kind, _ in stack[inner + 1:])
-            _collect(stack[inner][1], op, ln, branch, locs, ring_of)
+            _collect(stack[inner][1], op, ln, branch, locs, ring_of, mmas)
         bare = _STRINGS.sub('""', ln)
         net = bare.count("{") - bare.count("}")
         for _ in range(max(net, 0)):
             rec = None
             if op == "scf.for" and in_func:
                 rec = {"where": locs.of(ln)[1], "depth": sum(1 for _, r in stack if r is not None),
-                       "dot": False, "loads": {}, "waits": [], "commits": 0}
+                       "dot": False, "dots": [], "loads": {}, "waits": [], "commits": 0}
                 loops.append(rec)
             kind = "tt.func public" if op == "tt.func" and " public " in ln else op
             stack.append((kind, rec))
@@ -223,13 +280,55 @@ def parse_ttgir(text: str, kernel: str = "", arch: str = "", num_stages: int | N
                 if rec is not None and not rec["where"]:      # the loop's location closes it
                     rec["where"] = locs.of(ln)[1]
     infos = tuple(LoopInfo(rec["where"], rec["depth"], rec["dot"], tuple(_merge(rec["loads"])),
-                           min(rec["waits"]) if rec["waits"] else None, rec["commits"]) for rec in loops)
+                           min(rec["waits"]) if rec["waits"] else None, rec["commits"], tuple(rec["dots"]))
+                  for rec in loops)
     return PipelineReport(kernel, arch, num_stages, infos)
 
 
-def _collect(rec: dict, op: str, ln: str, branch: bool, locs: _Locations, ring_of) -> None:
+def _mma_layouts(lines: list[str]) -> dict[str, tuple[int, tuple[int, int], list[int]]]:
+    """#mma aliases -> (versionMajor, warpsPerCTA (M, N), instrShape)."""
+    out = {}
+    for ln in lines:
+        m = _MMA_DEF.match(ln.strip())
+        if not m:
+            continue
+        body = m.group(2)
+        ver = re.search(r"versionMajor = (\d+)", body)
+        warps = re.search(r"warpsPerCTA = \[([\d, ]+)\]", body)
+        instr = re.search(r"instrShape = \[([\d, ]+)\]", body)
+        w = [int(x) for x in warps.group(1).split(",")] if warps else [1, 1]
+        out[m.group(1)] = (int(ver.group(1)) if ver else 0, (w[-2], w[-1]) if len(w) >= 2 else (w[0], 1),
+                           [int(x) for x in instr.group(1).split(",")] if instr else [])
+    return out
+
+
+def _dot(op: str, ln: str, where: str, mmas: Mapping[str, Any]) -> LoopDot | None:
+    """A LoopDot from one dot op line (None when its operand shapes cannot be read)."""
+    operands = _OPERAND.findall(ln)
+    if len(operands) < 2:
+        return None
+    (kind_a, dims_a, t_a), (_, dims_b, t_b) = operands[0], operands[1]
+    a, b = _dims(dims_a), _dims(dims_b)
+    if len(a) < 2 or len(b) < 2:
+        return None
+    result = ln.rsplit("->", 1)[1] if "->" in ln else ""
+    enc = re.search(r"(#mma\w*)\s*>", result)
+    version, warps, instr = mmas.get(enc.group(1), (0, (1, 1), [])) if enc else (0, (1, 1), [])
+    if op == "ttng.tc_gen5_mma":
+        version = 5
+    size = lambda t: _BYTES.get(t, 1 if t.startswith(("f8", "i8", "f4")) else 2)
+    instr_n = instr[1] if len(instr) >= 2 else 8
+    return LoopDot(op, a[-2], b[-1], a[-1], size(t_a), size(t_b), version, warps, instr_n,
+                   version == 3 and kind_a == "tensor", where)
+
+
+def _collect(rec: dict, op: str, ln: str, branch: bool, locs: _Locations, ring_of,
+             mmas: Mapping[str, Any] = {}) -> None:
     if op in DOT_OPS:
         rec["dot"] = True
+        dot = _dot(op, ln, locs.of(ln)[1], mmas)
+        if dot is not None:
+            rec["dots"].append(dot)
     elif op == "ttg.async_wait":
         m = _WAIT.search(ln)
         if m:
@@ -360,3 +459,20 @@ def compiled_prefetch(card: Any, spec: Any, base: Mapping[str, Any], cand: Mappi
             return None
         reps.append(analyze(res))
     return Prefetch(*prefetch_change(reps[0], reps[1]))
+
+
+def compiled_operand_reads(card: Any, spec: Any, base: Mapping[str, Any], cand: Mapping[str, Any]):
+    """premise.OperandReads of baseline and candidate (main loop, compiled for spec.arch with
+    keep_ir); None when a compile fails or a main loop has no dot. Imports the compiler lazily."""
+    from .compile import compile_kernel
+    from .premise import OperandReads
+    loops = []
+    for cfg in (base, cand):
+        res = compile_kernel(card.kernel, card.signature(cfg), card.constexprs(cfg), arch=spec.arch,
+                             num_warps=int(cfg["num_warps"]), num_stages=int(cfg["num_stages"]), keep_ir=True)
+        main = analyze(res).main if res.ok else None
+        if main is None or not main.dots:
+            return None
+        loops.append(main)
+    loaded = sum(ld.slot_bytes for ld in loops[0].loads)
+    return OperandReads(loops[0].shared_read_bytes, loops[1].shared_read_bytes, loaded)

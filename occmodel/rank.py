@@ -1,32 +1,36 @@
 """A static throughput model: rank configs before any GPU run.
 
-For one config at one workload point (all times in seconds)::
+A CTA runs its main loop n times; an SM holds c of them at once (c = B, the resident
+CTAs/SM, in a full wave; fewer in the tail). Per loop iteration one CTA needs:
 
-    slots      = SMs x B                     B = resident CTAs/SM (compiled n_regs / total_shared
-                                             when compiled, else the card's model)
-    waves      = ceil(grid / slots)          grid = card.grid(cfg, point); the last wave holds
-    tail       = grid - (waves - 1) x slots  `tail` CTAs
-    F          = tile x k                    bytes one CTA keeps in flight: tile = bytes its main
-                                             loop loads per iteration, k = tiles ahead =
-                                             max(1, min(num_stages - 1, n))   (n = loop iterations;
-                                             the TTGIR's ring depth - 1 when compiled)
-    bw(c)      = min(BW, c x F / L)          achievable bandwidth with c CTAs in flight (Little's law;
-                                             L = loaded latency); per SM: F x B against BW x L / SMs
-    mem(c)     = max(c x b_dram / bw(c),     b_dram = bytes_moved / grid (DRAM), b_loop = tile x n
-                     c x b_loop / BW_L2)     (all loop loads pass L2)
-    comp(c)    = ceil(c / SMs) x f / (P / SMs)   f = flops / grid; P = peak tensor FLOP/s
-    wave(c)    = max(mem(c), comp(c))        the roofline of one wave
-    waves_s    = (waves - 1) x wave(slots) + wave(tail)        (c) the tail wave's cost is explicit
-    fill_s     = waves x (L + f / n / (P / slots))             (d) each wave waits one latency for its
-                                             first tile and computes its last tile after the last load
-    spill_s    = n_spills x 4 B x 2 x threads x n x grid / BW_L2   (e) stores + reloads, compiled only
-    launch_s   = kernels x launch            (f)
-    total      = waves_s + fill_s + spill_s + launch_s
+    d  DRAM bytes       bytes_moved / (grid x n)          (the card's unavoidable traffic)
+    t  L2 -> SM bytes   the tile its loop loads            (TTGIR slot bytes when compiled)
+    s  shared reads     the dots' operand reads            (TTGIR warp layouts, pipeline.LoopDot;
+                                                            0 without a compile: unknown)
+    f  tensor FLOPs     the dots' flops                    (TTGIR, else flops / (grid x n))
 
-Constants come from a :class:`~occmodel.calibrate.Calibration` (measured, or the
-spec's datasheet with default latency and launch figures). Simple on purpose:
-every term is in the :class:`Estimate`, so a wrong ranking can be read off.
-Pure: no torch, no GPU (compiling is the caller's choice, see :func:`compiled_resources`).
+and one iteration of the c co-resident CTAs takes the slowest of (all times in seconds)::
+
+    step(c) = max(lat,                         (a) latency: L / k with k = tiles ahead >= 1;
+                                                   unpipelined (k = 0) a CTA waits L, then computes:
+                                                   L + s / SMEM_sm + f / P_sm
+                  c x d / (BW / SMs),          (b) its share of DRAM bandwidth
+                  c x t / (BW_L2 / SMs),       (c) of L2 bandwidth
+                  c x s / SMEM_sm,             (d) of shared-memory bandwidth (128 B/clk/SM)
+                  c x f / P_sm)                (e) of the tensor cores (P_sm = P / SMs)
+    cta(c)  = n x step(c) + L                  the first tile's latency is never hidden
+    kernel  = (waves - 1) x cta(B) + cta(ceil(tail / SMs))     waves = ceil(grid / (SMs x B))
+    spill_s = n_spills x 4 B x 2 x threads x n x grid / BW_L2  (stores + reloads, compiled only)
+    total   = kernel + secondary kernels + launches x launch
+
+A card's secondary kernels (``secondary_kernels(cfg, point)``, e.g. decode's split-KV
+combine) are costed by the same step with their own grid, iterations and bytes; a loop
+that reads what the main kernel just wrote waits the L2 latency per unpipelined iteration.
+
+Constants come from a :class:`~occmodel.calibrate.Calibration` (measured, or the spec's
+datasheet with stated defaults). Every term is in the :class:`Estimate`, so a wrong
+ranking can be read off. Pure: no torch, no GPU (compiling is the caller's choice, see
+:func:`compiled_resources`).
 """
 
 from __future__ import annotations
@@ -41,7 +45,8 @@ from .model import predict
 from .occupancy import occupancy
 from .spec import HardwareSpec
 
-KERNELS_PER_LAUNCH = {"decode_attention": 2, "decode_attention_nopipe": 2}   # the split kernel + combine
+KERNELS_PER_LAUNCH = {"decode_attention": 2, "decode_attention_nopipe": 2}   # launches when no secondary list
+BOUNDS = ("latency", "dram", "l2", "shared", "tensor")
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,21 @@ class Resources:
     ahead: int               # tiles the pipeline keeps in flight beyond the one consumed (0: none)
     n_spills: int            # 0 unless compiled
     source: str              # "model" | "compiled"
+    shared_reads: int = 0    # dot-operand bytes read from shared memory per iteration (0: unknown)
+    dot_flops: int = 0       # tensor FLOPs per iteration (0: use flops / (grid x n))
+
+
+@dataclass(frozen=True)
+class Secondary:
+    """A further kernel of the same launch, costed by the same step (see the module doc)."""
+
+    name: str
+    grid: int
+    iterations: int
+    tile_bytes: int          # bytes per iteration per CTA
+    dram_bytes: int = 0      # of which from DRAM (0: L2-resident, just written)
+    ahead: int = 0           # its loop's pipelining (0: plain loads)
+    blocks_per_sm: int = 8   # an assumption for small helper kernels (their grids are about one wave)
 
 
 @dataclass(frozen=True)
@@ -68,20 +88,26 @@ class Estimate:
     waves: int
     tail_ctas: int
     iterations: int
-    tiles_in_flight: int
-    inflight_per_sm: float          # bytes
-    needed_per_sm: float            # bytes: BW x L / SMs
-    achievable_gbs: float           # bandwidth of a full wave (or the whole grid if < one wave)
-    roofline_mem_s: float           # (a) bytes_moved / BW
-    roofline_comp_s: float          # (a) flops / P
-    waves_s: float                  # (b)+(c): the wave-by-wave roofline with achievable bandwidth
+    tiles_in_flight: int            # k: tiles ahead (0 = unpipelined)
+    dram_per_iter: float            # d, bytes
+    tile_per_iter: float            # t, bytes
+    shared_per_iter: float          # s, bytes (0: unknown)
+    flops_per_iter: float           # f
+    latency_step_s: float           # (a)
+    dram_step_s: float              # (b) at c = B
+    l2_step_s: float                # (c)
+    shared_step_s: float            # (d)
+    tensor_step_s: float            # (e)
+    step_s: float                   # step(B)
+    roofline_mem_s: float           # bytes_moved / BW (for reference)
+    roofline_comp_s: float          # flops / P
+    waves_s: float                  # the main kernel: (waves - 1) x cta(B) + cta(tail)
     tail_s: float                   # the tail wave's share of waves_s
-    fill_s: float                   # (d)
-    prologue_share: float           # ahead / n (fill_rows's figure)
-    spill_s: float                  # (e)
-    launch_s: float                 # (f)
+    secondary_s: float              # the secondary kernels
+    spill_s: float
+    launch_s: float
     total_s: float                  # the estimate (inf when the config does not fit)
-    bound: str                      # "memory" | "latency" | "compute" | "does not fit"
+    bound: str                      # which term sets step(B): one of BOUNDS, or "does not fit"
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -104,7 +130,8 @@ def loop_tile_bytes(card: KernelCard, cfg: Config, point: Mapping[str, Any]) -> 
 
 
 def model_resources(card: KernelCard, spec: HardwareSpec, cfg: Config, point: Mapping[str, Any]) -> Resources:
-    """Resident CTAs from the card's model; tiles ahead num_stages - 1 (0 unpipelined)."""
+    """Resident CTAs from the card's model; tiles ahead num_stages - 1 (0 unpipelined);
+    shared-memory operand reads unknown (0)."""
     p = predict(card, spec, cfg)
     return Resources(p.occupancy.blocks_per_sm, p.threads, loop_tile_bytes(card, cfg, point),
                      max(int(cfg["num_stages"]) - 1, 0), 0, "model")
@@ -112,13 +139,15 @@ def model_resources(card: KernelCard, spec: HardwareSpec, cfg: Config, point: Ma
 
 def compiled_resources(card: KernelCard, spec: HardwareSpec, cfg: Config, point: Mapping[str, Any],
                        res: Any) -> Resources:
-    """From a CompileResult (keep_ir=True for the pipelining report): occupancy of its real
-    n_regs / total_shared, its n_spills, and the main loop's pipelined slot bytes and depth."""
+    """From a CompileResult (keep_ir=True for the TTGIR): occupancy of its real n_regs /
+    total_shared, its n_spills, and the main loop's pipelined slot bytes, depth, dot
+    operand reads and dot flops."""
     if res is None or not res.ok:
         return model_resources(card, spec, cfg, point)
     threads = 32 * int(cfg["num_warps"])
     occ = occupancy(spec, threads, res.n_regs, res.total_shared, with_headroom=False)
     tile, ahead = loop_tile_bytes(card, cfg, point), max(int(cfg["num_stages"]) - 1, 0)
+    reads = flops = 0
     if getattr(res, "ttgir", None):
         from .pipeline import analyze
         rep = analyze(res)
@@ -127,58 +156,93 @@ def compiled_resources(card: KernelCard, spec: HardwareSpec, cfg: Config, point:
         ahead = rep.ahead
         if piped:
             tile = sum(ld.slot_bytes for ld in piped) or tile
-    return Resources(occ.blocks_per_sm, threads, tile, ahead, int(res.n_spills or 0), "compiled")
+        if main is not None:
+            reads, flops = main.shared_read_bytes, main.dot_flops
+    return Resources(occ.blocks_per_sm, threads, tile, ahead, int(res.n_spills or 0), "compiled", reads, flops)
 
 
 # ------------------------------------------------------------------ model
+@dataclass(frozen=True)
+class _Rates:
+    sms: int
+    bw: float          # DRAM B/s
+    l2: float          # L2 -> SM B/s
+    smem: float        # shared-memory B/s, all SMs
+    peak: float        # tensor FLOP/s
+    lat: float         # loaded DRAM latency, s
+    l2_lat: float      # L2 hit latency, s
+
+
+def _steps(r: _Rates, c: int, d: float, t: float, s: float, f: float, k: int, lat: float) -> dict[str, float]:
+    """The five per-iteration terms for c co-resident CTAs (see the module doc)."""
+    per = r.sms
+    own = s / (r.smem / per) + f / (r.peak / per)
+    return {"latency": lat / k if k >= 1 else lat + own, "dram": c * d / (r.bw / per),
+            "l2": c * t / (r.l2 / per), "shared": c * s / (r.smem / per), "tensor": c * f / (r.peak / per)}
+
+
+def _kernel_s(r: _Rates, grid: int, blocks: int, n: int, d: float, t: float, s: float, f: float, k: int,
+              lat: float) -> tuple[float, float, dict[str, float]]:
+    """(total, tail wave, the full wave's step terms) of one kernel."""
+    slots = r.sms * blocks
+    waves = -(-grid // slots)
+    tail = grid - (waves - 1) * slots
+
+    def cta(c: int) -> float:
+        return n * max(_steps(r, c, d, t, s, f, k, lat).values()) + lat
+
+    tail_s = cta(-(-tail // r.sms))
+    full = _steps(r, blocks if waves > 1 else -(-tail // r.sms), d, t, s, f, k, lat)
+    return (waves - 1) * cta(blocks) + tail_s, tail_s, full
+
+
+def rates(cal: Calibration, peak_flops: float) -> _Rates:
+    return _Rates(cal.sms, cal.bandwidth_gbs * 1e9, cal.l2_bandwidth_gbs * 1e9, cal.shared_bandwidth_gbs * 1e9,
+                  peak_flops, cal.latency_ns * 1e-9, cal.l2_latency_ns * 1e-9)
+
+
 def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str, Any],
              res: Resources, peak_flops: float) -> Estimate:
     """The estimate and its terms (see the module docstring for the formula)."""
     point = dict(point)
-    sms, bw, lat = cal.sms, cal.bandwidth_gbs * 1e9, cal.latency_ns * 1e-9
-    l2bw = cal.l2_bandwidth_gbs * 1e9
+    r = rates(cal, peak_flops)
     grid = max(1, int(card.grid(cfg, point)))
     n = max(1, int(card.loop_iterations(cfg, point)))
     nbytes, flops = float(card.bytes_moved(cfg, point)), float(card.flops(cfg, point))
-    launch_s = KERNELS_PER_LAUNCH.get(card.name, 1) * cal.launch_us * 1e-6
-    mem_roof, comp_roof = nbytes / bw, flops / peak_flops
+    hook = getattr(card, "secondary_kernels", None)
+    extra = list(hook(cfg, point)) if callable(hook) else []
+    launches = 1 + len(extra) if callable(hook) else KERNELS_PER_LAUNCH.get(card.name, 1)
+    launch_s = launches * cal.launch_us * 1e-6
     B = res.blocks_per_sm
-    k = max(1, min(res.ahead, n))
-    F = res.tile_bytes * k
-    needed = bw * lat / sms
+    k = min(res.ahead, n)
+    d = max(0.0, nbytes - sum(x.grid * x.iterations * x.dram_bytes for x in extra)) / (grid * n)
+    t = float(res.tile_bytes)
+    s = float(res.shared_reads)
+    f = float(res.dot_flops) if res.dot_flops else flops / (grid * n)
     common = dict(config=dict(cfg), point=point, source=res.source, blocks_per_sm=B, grid=grid, iterations=n,
-                  tiles_in_flight=k, needed_per_sm=needed, roofline_mem_s=mem_roof, roofline_comp_s=comp_roof,
-                  prologue_share=round(min(1.0, res.ahead / n), 4), launch_s=launch_s)
+                  tiles_in_flight=k, dram_per_iter=d, tile_per_iter=t, shared_per_iter=s, flops_per_iter=f,
+                  roofline_mem_s=nbytes / r.bw, roofline_comp_s=flops / r.peak, launch_s=launch_s)
     if B <= 0:
         inf = math.inf
-        return Estimate(fits=False, slots=0, waves=0, tail_ctas=0, inflight_per_sm=0.0, achievable_gbs=0.0,
-                        waves_s=inf, tail_s=inf, fill_s=0.0, spill_s=0.0, total_s=inf, bound="does not fit",
-                        **common)
-    slots = sms * B
+        return Estimate(fits=False, slots=0, waves=0, tail_ctas=0, latency_step_s=inf, dram_step_s=inf,
+                        l2_step_s=inf, shared_step_s=inf, tensor_step_s=inf, step_s=inf, waves_s=inf, tail_s=inf,
+                        secondary_s=0.0, spill_s=0.0, total_s=inf, bound="does not fit", **common)
+    slots = r.sms * B
     waves = -(-grid // slots)
     tail = grid - (waves - 1) * slots
-    b_dram, b_loop, f_cta = nbytes / grid, float(res.tile_bytes) * n, flops / grid
-
-    def achievable(c: int) -> float:
-        return min(bw, c * F / lat)
-
-    def wave(c: int) -> tuple[float, str]:
-        mem = max(c * b_dram / achievable(c), c * b_loop / l2bw)
-        comp = -(-c // sms) * f_cta / (peak_flops / sms)
-        if comp >= mem:
-            return comp, "compute"
-        return mem, "latency" if achievable(c) < bw else "memory"
-
-    full_s, full_bound = wave(slots)
-    tail_s, tail_bound = wave(tail)
-    waves_s = (waves - 1) * full_s + tail_s
-    fill_s = waves * (lat + f_cta / n / (peak_flops / slots))
-    spill_s = res.n_spills * 4 * 2 * res.threads * n * grid / l2bw
-    total = waves_s + fill_s + spill_s + launch_s
-    c_main = slots if waves > 1 else tail
-    return Estimate(fits=True, slots=slots, waves=waves, tail_ctas=tail, inflight_per_sm=float(min(B, -(-c_main // sms)) * F),
-                    achievable_gbs=achievable(c_main) / 1e9, waves_s=waves_s, tail_s=tail_s, fill_s=fill_s,
-                    spill_s=spill_s, total_s=total, bound=full_bound if waves > 1 else tail_bound, **common)
+    main_s, tail_s, terms = _kernel_s(r, grid, B, n, d, t, s, f, k, r.lat)
+    second = 0.0
+    for x in extra:
+        lat = r.lat if x.dram_bytes else r.l2_lat
+        second += _kernel_s(r, x.grid, x.blocks_per_sm, x.iterations, float(x.dram_bytes), float(x.tile_bytes), 0.0, 0.0,
+                            min(x.ahead, x.iterations), lat)[0]
+    spill_s = res.n_spills * 4 * 2 * res.threads * n * grid / r.l2
+    total = main_s + second + spill_s + launch_s
+    bound = max(terms, key=terms.get)
+    return Estimate(fits=True, slots=slots, waves=waves, tail_ctas=tail, latency_step_s=terms["latency"],
+                    dram_step_s=terms["dram"], l2_step_s=terms["l2"], shared_step_s=terms["shared"],
+                    tensor_step_s=terms["tensor"], step_s=max(terms.values()), waves_s=main_s, tail_s=tail_s,
+                    secondary_s=second, spill_s=spill_s, total_s=total, bound=bound, **common)
 
 
 def peak_flops(spec: HardwareSpec, product: str | None = None) -> float:

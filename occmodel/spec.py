@@ -59,6 +59,7 @@ class Product:
     fp16_tensor_tflops: float
     fp32_tflops: float
     source: str
+    boost_clock_mhz: float | None = None      # optional: the SM clock the shared-memory bandwidth scales with
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,7 @@ _SM_FIELDS: dict[str, str] = {f.name: _INT for f in dataclasses.fields(SMLimits)
 _SM_FIELDS["carveout_kb"] = "int list"
 _PRODUCT_FIELDS = {"name": _STR, "sms": _INT, "memory_bandwidth_gbs": _NUM, "l2_mb": _NUM,
                    "fp16_tensor_tflops": _NUM, "fp32_tflops": _NUM, "source": _STR}
+_PRODUCT_OPTIONAL = {"boost_clock_mhz": _NUM}
 _TOP_FIELDS = {"name": _STR, "arch": _STR, "compute_capability": "int pair",
                "description": _STR, "sm": "mapping", "products": "list"}
 
@@ -149,20 +151,23 @@ def _line_map(text: str) -> dict[str, int]:
     return lines
 
 
-def _check_fields(data: Any, fields: dict[str, str], prefix: str, errors: list[tuple[str, str]]) -> None:
+def _check_fields(data: Any, fields: dict[str, str], prefix: str, errors: list[tuple[str, str]],
+                  optional: dict[str, str] | None = None) -> None:
     if not isinstance(data, dict):
         errors.append((prefix or "<top>", "must be a mapping"))
         return
-    for key, kind in fields.items():
+    optional = optional or {}
+    for key, kind in {**fields, **optional}.items():
         path = f"{prefix}.{key}" if prefix else key
         if key not in data:
-            errors.append((path, "required field"))
+            if key not in optional:
+                errors.append((path, "required field"))
         elif not _type_ok(data[key], kind):
             errors.append((path, f"must be {'a non-negative ' if kind in (_INT, _NUM) else 'a '}{kind}, got {data[key]!r}"))
     for key in data:
-        if key not in fields:
+        if key not in fields and key not in optional:
             path = f"{prefix}.{key}" if prefix else str(key)
-            errors.append((path, f"unknown field{suggest(str(key), fields)}"))
+            errors.append((path, f"unknown field{suggest(str(key), {**fields, **optional})}"))
 
 
 def _validate(data: Any) -> list[tuple[str, str]]:
@@ -184,7 +189,7 @@ def _validate(data: Any) -> list[tuple[str, str]]:
                 errors.append(("sm.shared_memory_per_block_optin", "must not exceed sm.shared_memory_per_sm"))
     if isinstance(data.get("products"), list):
         for i, prod in enumerate(data["products"]):
-            _check_fields(prod, _PRODUCT_FIELDS, f"products[{i}]", errors)
+            _check_fields(prod, _PRODUCT_FIELDS, f"products[{i}]", errors, _PRODUCT_OPTIONAL)
     return errors
 
 

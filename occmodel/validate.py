@@ -21,7 +21,7 @@ from .card import Config, KernelCard
 from .errors import NoGPUError
 from .model import predict
 from .occupancy import occupancy
-from .premise import MECHANISM_HOLDS, StaticPremise, static_premise
+from .premise import DOES_NOT_FIT, MECHANISM_FAILS, StaticPremise, static_premise
 from .spec import HardwareSpec
 from .stats import Outcome, compare, overall
 
@@ -97,12 +97,17 @@ def plan(card: KernelCard, spec: HardwareSpec, baseline: Config, candidates: lis
             source = "compiled"
             bw, cw = base_row.compiled["warps_per_sm"], row.compiled["warps_per_sm"]
             bs, cs = base_row.compiled["shared"], row.compiled["shared"]
-        prefetch = None
-        if compiled and {k for k in row.config if row.config[k] != baseline.get(k)} == {"num_stages"}:
+        prefetch = operands = None
+        changed = {k for k in row.config if row.config[k] != baseline.get(k)}
+        if compiled and changed == {"num_stages"}:
             from .pipeline import compiled_prefetch      # the TTGIR says which loads got deeper rings
             prefetch = compiled_prefetch(card, spec, baseline, row.config)
+        if compiled and changed == {"num_warps"}:
+            from .pipeline import compiled_operand_reads  # the TTGIR's dot layouts: operand reads per warp
+            operands = compiled_operand_reads(card, spec, baseline, row.config)
         premises.append(static_premise(baseline, row.config, base_warps=bw, cand_warps=cw, base_shared=bs,
-                                       cand_shared=cs, cand_fits=cw > 0, source=source, prefetch=prefetch))
+                                       cand_shared=cs, cand_fits=cw > 0, source=source, prefetch=prefetch,
+                                       operands=operands))
     n_cfg = len(configs)
     est = 0.0
     for point in points:
@@ -197,5 +202,5 @@ def run(p: Plan, seed: int = 0, progress=print) -> Result:
     for premise, cand in zip(p.premises, p.candidates):
         name = name_of(base, cand)
         point_verdicts = [r.outcomes[name].verdict for r in results if name in r.outcomes]
-        verdicts[name] = overall(point_verdicts, premise.mechanism == MECHANISM_HOLDS)
+        verdicts[name] = overall(point_verdicts, premise.mechanism not in (MECHANISM_FAILS, DOES_NOT_FIT))
     return Result(p, env, results, verdicts, copy_bw, gpu.wall_clock() - t_start)

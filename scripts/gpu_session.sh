@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One device-machine call that runs every GPU experiment of the project and leaves results in $OUT.
 # Usage (on the GPU machine, from the repo root):  OUT=/some/dir bash scripts/gpu_session.sh [parts...]
-# parts: tests validate_decode validate_matmul aa autotune   (default: all). Notes: reports/GPU_NOTES.md.
+# parts: tests validate_decode validate_matmul aa autotune validate_warps rank   (default: the first five).
+# Notes: reports/GPU_NOTES.md.
 set -uo pipefail
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 TRITON_DEFAULT_FP_FUSION=1
 OUT=${OUT:?set OUT}
@@ -24,6 +25,12 @@ for part in $parts; do
         --out "$OUT/aa_study_decode_h200" 2>&1 | tail -5 ;;
     autotune)
       python3 scripts/autotune_demo.py --out "$OUT/autotune_demo_h200.json" 2>&1 | tail -25 ;;
+    validate_warps)
+      $occ validate --kernel decode_attention --spec sm_90 --baseline BLOCK_T=16,num_warps=4,num_stages=2 \
+        --candidate num_warps=2 --candidate num_warps=8 --candidate num_stages=3 --points C=1,8,48,64,96 \
+        -D ctx=8192 --out "$OUT/validate_warps" --format table 2>&1 | tail -70 ;;
+    rank)
+      python3 scripts/rank_sweep.py --out "$OUT/rank" --spec sm_90 --samples 5 --full-calibration 2>&1 | tail -40 ;;
     *) echo "unknown part $part" ;;
   esac
   echo "== $part took $(( $(date +%s) - start )) s"

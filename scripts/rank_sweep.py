@@ -20,6 +20,7 @@ Importing this module needs no torch (the tests use its pure parts on the CPU).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import itertools
 import json
 import math
@@ -36,9 +37,14 @@ from occmodel import rank as R  # noqa: E402
 from occmodel.card import load_card  # noqa: E402
 from occmodel.spec import load_spec  # noqa: E402
 
+# "development": the points of the first sweep (session 1), whose measurements the current
+# model's structure was chosen on; "held-out": measured first after that model was frozen.
 DECODE_POINTS = [{"C": 1, "ctx": 8192}, {"C": 8, "ctx": 8192}, {"C": 64, "ctx": 8192}]
 MATMUL_POINTS = [{"M": 4096, "N": 4096, "K": 4096}, {"M": 8192, "N": 8192, "K": 4096},
                  {"M": 128, "N": 8192, "K": 8192}]
+DECODE_HELDOUT = [{"C": 2, "ctx": 32768}, {"C": 32, "ctx": 4096}, {"C": 128, "ctx": 2048}]
+MATMUL_HELDOUT = [{"M": 2048, "N": 2048, "K": 8192}, {"M": 16384, "N": 1024, "K": 4096},
+                  {"M": 512, "N": 4096, "K": 4096}]
 SEED_LEVERS = {"baseline": {}, "num_warps=8": {"num_warps": 8}, "num_stages=3": {"num_stages": 3}}
 LATENCY_GRID_NS = [400, 600, 800, 1000, 1500, 2000, 3000, 4000, 6000, 8000]
 
@@ -145,12 +151,13 @@ def measure(card, cfgs: list[dict], ok: list[bool], points: list[dict], samples:
 
 # ------------------------------------------------------------------ one kernel
 def run_kernel(kernel: str, spec, product: str | None, cals: dict[str, C.Calibration], samples: int,
-               workers: int, l2: int, log) -> dict[str, Any]:
+               workers: int, l2: int, log, heldout: bool = True) -> dict[str, Any]:
     from occmodel.commands.compiled_columns import actual, compile_configs
     card = load_card(kernel)
     cfgs = decode_configs(card) if kernel == "decode_attention" else matmul_configs(card)
-    points = DECODE_POINTS if kernel == "decode_attention" else MATMUL_POINTS
-    points = [card.resolve_point(p) for p in points]
+    dev, held = ((DECODE_POINTS, DECODE_HELDOUT) if kernel == "decode_attention" else (MATMUL_POINTS, MATMUL_HELDOUT))
+    points = [card.resolve_point(p) for p in dev + (held if heldout else [])]
+    sets = ["development"] * len(dev) + ["held-out"] * (len(points) - len(dev))
     keys = [k for k in cfgs[0] if len({c[k] for c in cfgs}) > 1]
     t0 = time.time()
     compiled = compile_configs(card, spec, cfgs, keep_ir=True, progress=False)
@@ -173,7 +180,7 @@ def run_kernel(kernel: str, spec, product: str | None, cals: dict[str, C.Calibra
     per_point = []
     for j, pt in enumerate(points):
         meas = [times[i][j] for i in range(len(cfgs))]
-        entry = {"point": pt, "by_calibration": {}}
+        entry = {"point": pt, "set": sets[j], "by_calibration": {}}
         for name, est in estimates.items():
             entry["by_calibration"][name] = summarize(meas, [est[i][j].total_s for i in range(len(cfgs))])
         per_point.append(entry)
@@ -184,7 +191,9 @@ def run_kernel(kernel: str, spec, product: str | None, cals: dict[str, C.Calibra
             s["measured_us"] = [None if t is None else round(t * 1e6, 2) for t in times[s["index"]]]
     rows = []
     for i, cfg in enumerate(cfgs):
-        rows.append({"config": label(cfg, keys), "compile": compiled[i].status, "blocks_per_sm": acts[i]["blocks_per_sm"],
+        res = R.compiled_resources(card, spec, cfg, points[0], compiled[i])
+        rows.append({"config": label(cfg, keys), "resources": dataclasses.asdict(res),
+                     "compile": compiled[i].status, "blocks_per_sm": acts[i]["blocks_per_sm"],
                      "n_regs": compiled[i].n_regs, "n_spills": compiled[i].n_spills, "shared": acts[i]["shared"],
                      "measured_us": [None if t is None else round(t * 1e6, 3) for t in times[i]],
                      "errors": errors[i],
@@ -218,18 +227,20 @@ def markdown(doc: dict[str, Any]) -> str:
     lines = [f"# rank sweep on {doc['env'].get('gpu')} ({doc['spec']})", "",
              f"{doc['wall_s']:.0f} s wall. Calibrations: " + "; ".join(
                  f"**{n}**: {c['bandwidth_gbs']} GB/s, {c['latency_ns']} ns, launch {c['launch_us']} us, "
-                 f"L2 {c['l2_bandwidth_gbs']} GB/s" for n, c in doc["calibrations"].items()), ""]
+                 f"L2 {c['l2_bandwidth_gbs']} GB/s, L2 latency {c.get('l2_latency_ns')} ns, shared "
+                 f"{c.get('shared_bandwidth_gbs')} GB/s" for n, c in doc["calibrations"].items()), ""]
     for k in doc["kernels"]:
         if "error" in k:
             lines += [f"## {k['kernel']}: failed: {k['error']}", ""]
             continue
         lines += [f"## {k['kernel']}: {k['n_measured']} configs measured", "",
-                  "| point | calibration | n | Spearman | measured best in est. top 3 | its est. rank |",
-                  "|---|---|---|---|---|---|"]
+                  "| point | set | calibration | n | Spearman | measured best in est. top 3 | its est. rank |",
+                  "|---|---|---|---|---|---|---|"]
         for pp in k["per_point"]:
             pt = ",".join(f"{a}={b}" for a, b in pp["point"].items())
             for name, s in pp["by_calibration"].items():
-                lines.append(f"| {pt} | {name} | {s['n']} | {s['spearman']} | {s['best_in_top3']} | {s['best_est_rank']} |")
+                lines.append(f"| {pt} | {pp.get('set', '')} | {name} | {s['n']} | {s['spearman']} | "
+                             f"{s['best_in_top3']} | {s['best_est_rank']} |")
         f = k["fitted_latency"]
         lines += ["", f"In-sample diagnostic: latency {f['latency_ns']} ns would give mean Spearman "
                       f"{f['mean_spearman']} (" + ", ".join(str(r["spearman"]) for r in f["per_point"]) + ")."]
@@ -243,11 +254,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True, help="write OUT.json and OUT.md")
     ap.add_argument("--spec", default="sm_90")
-    ap.add_argument("--product", default="H200", help="the spec product for datasheet figures")
+    ap.add_argument("--product", default=None,
+                    help="the spec product for datasheet figures (default: the local GPU's, else the first)")
     ap.add_argument("--kernels", default="decode_attention,matmul")
     ap.add_argument("--samples", type=int, default=7)
     ap.add_argument("--calibration", default=None, help="a calibration YAML (default: measure one, --quick)")
     ap.add_argument("--workers", type=int, default=min(12, os.cpu_count() or 4))
+    ap.add_argument("--no-heldout", action="store_true", help="only the development points")
+    ap.add_argument("--full-calibration", action="store_true", help="calibrate without --quick")
     args = ap.parse_args(argv)
     t_start = time.time()
 
@@ -265,17 +279,21 @@ def main(argv: list[str] | None = None) -> int:
     env = gpu.device_info()
     l2 = env.get("l2_bytes") or 50 * 2**20
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    if args.product is None:
+        match = spec.product_for_gpu(str(env.get("gpu", "")))
+        args.product = match.name if match else spec.product().name
     cals = {"datasheet": C.datasheet(spec, args.product)}
     if args.calibration:
         cals["measured"] = C.load(args.calibration)
     else:
-        cals["measured"] = C.measure(spec, quick=True, progress=lambda m: log(f"calibrate: {m}"))
+        cals["measured"] = C.measure(spec, quick=not args.full_calibration, progress=lambda m: log(f"calibrate: {m}"))
         C.save(cals["measured"], args.out.with_suffix(".calibration.yaml"))
     log(f"calibration: {cals['measured'].as_dict()}")
     kernels = []
     for kernel in args.kernels.split(","):
         try:
-            kernels.append(run_kernel(kernel, spec, args.product, cals, args.samples, args.workers, l2, log))
+            kernels.append(run_kernel(kernel, spec, args.product, cals, args.samples, args.workers, l2, log,
+                                      heldout=not args.no_heldout))
         except Exception as exc:  # noqa: BLE001 - report and go on to the next kernel
             kernels.append({"kernel": kernel, "error": f"{type(exc).__name__}: {exc}".splitlines()[0]})
             log(f"{kernel} failed: {kernels[-1]['error']}")

@@ -69,3 +69,21 @@ def test_rank_uses_a_calibration_file(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "latency 3000 ns" in proc.stdout and "measured on a test" in proc.stdout
+
+
+def test_shared_bandwidth_and_l2_latency_fields():
+    # H200: 132 SMs x 128 B x 1980 MHz = 33,454.08 GB/s; L2 latency a stated default
+    cal = C.datasheet(load_spec("sm_90"), "H200")
+    assert cal.shared_bandwidth_gbs == pytest.approx(33454.1) and cal.l2_latency_ns == C.DEFAULT_L2_LATENCY_NS
+    assert "clock 1980 MHz from the datasheet" in cal.source
+    # a product without a clock: the default clock, said so
+    assert "not the product's figure" in C.datasheet(load_spec("sm_120")).source
+
+
+def test_old_calibration_files_load_with_defaults(tmp_path):
+    p = tmp_path / "old.yaml"
+    p.write_text("spec: sm_90\ngpu: NVIDIA H200\nsms: 132\nbandwidth_gbs: 3932.8\nlatency_ns: 523.9\n"
+                 "launch_us: 0.5\nl2_bandwidth_gbs: 7143.5\nsource: measured\n")
+    cal = C.load(p)
+    assert cal.l2_latency_ns == C.DEFAULT_L2_LATENCY_NS and cal.shared_bandwidth_gbs > 0
+    assert "not in the file: defaults" in cal.source

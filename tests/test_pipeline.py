@@ -187,3 +187,59 @@ def test_parser_on_an_excerpt():
         "cp.async", 2, "16x64xbf16", "k.py:10")
     assert (ld["ids"].kind, ld["ids"].tile, ld["ids"].slot_bytes) == ("plain", "16xi32", 64)
     assert P.parse_ttgir("module {\n}\n").main is None
+
+
+# ------------------------------------------------------------ dot operand reads
+DOTS = """\
+#mma = #ttg.nvidia_mma<{versionMajor = 2, versionMinor = 0, warpsPerCTA = [1, 4], instrShape = [16, 8]}>
+#mma1 = #ttg.nvidia_mma<{versionMajor = 3, versionMinor = 0, warpsPerCTA = [8, 1], instrShape = [16, 128, 16]}>
+module {
+  tt.func public @k() {
+    %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %z) -> (tensor<16x16xf32, #mma>) : i32 {
+      %s = tt.dot %a, %b, %acc : tensor<16x512xbf16, #ttg.dot_op<{opIdx = 0, parent = #mma, kWidth = 2}>> * tensor<512x16xbf16, #ttg.dot_op<{opIdx = 1, parent = #mma, kWidth = 2}>> -> tensor<16x16xf32, #mma>
+      %w = ttng.warp_group_dot %x, %y, %c {inputPrecision = 0 : i32, isAsync = true} : !ttg.memdesc<128x64xf16, #shared, #smem, mutable> * !ttg.memdesc<64x256xf16, #shared, #smem, mutable> -> tensor<128x256xf32, #mma1>
+      scf.yield %s : tensor<16x16xf32, #mma>
+    }
+    tt.return
+  }
+}
+"""
+
+
+def test_dot_operand_reads_from_the_warp_layout():
+    (mma, wgmma) = P.parse_ttgir(DOTS).main.dots
+    # mma.sync [16,16] += [16,512] x [512,16] over warps [1, 4]: each of the 4 warps loads all 16 A rows
+    # (4 x 16 x 512 x 2 = 65,536 B); B's 16 columns are 2 n8 tiles for 4 warps, so 32 columns are
+    # loaded (1 x 32 x 512 x 2 = 32,768 B)
+    assert (mma.m, mma.n, mma.k, mma.version, mma.warps) == (16, 16, 512, 2, (1, 4))
+    assert mma.shared_read_bytes == 65_536 + 32_768
+    # wgmma m64 x n128 x k16 instructions on [128,256] += [128,64] x [64,256]: A read 256/128 = 2 times
+    # (2 x 128 x 64 x 2 = 32,768 B), B read 128/64 = 2 times (2 x 64 x 256 x 2 = 65,536 B)
+    assert (wgmma.version, wgmma.instr_n, wgmma.a_in_registers) == (3, 128, False)
+    assert wgmma.shared_read_bytes == 32_768 + 65_536
+    assert wgmma.flops == 2 * 128 * 256 * 64
+
+
+def test_decode_operand_reads_grow_with_warps():
+    # sm_90, BLOCK_T = BLOCK_H = 16: both dots get warps [1, W]; per iteration
+    # W=4: q (16 x 576) read by 4 warps = 73,728; K^T 16 columns as 32 = 36,864; P (16x16) x 4 = 2,048;
+    #      V (16 x 512) once = 16,384 -> 129,024 B.  W=2: 36,864 + 18,432 + 1,024 + 16,384 = 72,704
+    reads = {w: report(DA.CARD, "sm_90", 2, num_warps=w).main.shared_read_bytes for w in (2, 4, 8)}
+    assert reads[2] == 72_704 and reads[4] == 129_024 and reads[8] > reads[4]
+
+
+def test_fewer_warps_premise_decided_by_operand_reads():
+    from occmodel.premise import MECHANISM_UNCHECKED, OperandReads
+    base = {"num_warps": 4, "num_stages": 2}
+    fewer = {"num_warps": 2, "num_stages": 2}
+    kw = dict(base_warps=16, cand_warps=8, base_shared=37376, cand_shared=37376, cand_fits=True, source="compiled")
+    holds = static_premise(base, fewer, operands=OperandReads(129_024, 72_704, 18_432), **kw)
+    assert holds.mechanism == MECHANISM_HOLDS and "129,024 -> 72,704" in holds.why and "7.0 -> 3.9" in holds.why
+    assert "16 -> 8" in holds.note                    # the occupancy drop is said, not hidden
+    flat = static_premise(base, fewer, operands=OperandReads(100, 100, 10), **kw)
+    assert flat.mechanism == MECHANISM_FAILS
+    assert static_premise(base, fewer, **kw).mechanism == MECHANISM_UNCHECKED
+    # more warps: the occupancy premise, with the extra operand reads as a side note
+    more = static_premise(base, {"num_warps": 8, "num_stages": 2}, base_warps=16, cand_warps=16, base_shared=1,
+                          cand_shared=1, cand_fits=True, operands=OperandReads(129_024, 241_664, 18_432))
+    assert more.mechanism == MECHANISM_FAILS and "241,664" in more.note

@@ -37,67 +37,93 @@ class Stream(KernelCard):
 
 
 CARD = Stream(name="toy", summary="", params=(), baseline={})
+# 10 SMs; DRAM 1e12 B/s (1e11 per SM); L2 1e18 (never binds unless a test says so); latency 1 us;
+# L2 latency 0.5 us; shared memory 1e13 B/s (1e12 per SM); launch 2 us
 CAL = Calibration(spec="x", gpu="toy", sms=10, bandwidth_gbs=1000.0, latency_ns=1000.0, launch_us=2.0,
-                  l2_bandwidth_gbs=1e9, source="hand")
+                  l2_bandwidth_gbs=1e9, source="hand", l2_latency_ns=500.0, shared_bandwidth_gbs=1e4)
 PEAK = 1e18                       # compute negligible unless a test says otherwise
 CFG = {"num_warps": 4, "num_stages": 3}
 
 
-def est(point, blocks=2, ahead=2, spills=0, peak=PEAK, cal=CAL):
-    res = R.Resources(blocks_per_sm=blocks, threads=128, tile_bytes=1000, ahead=ahead, n_spills=spills, source="hand")
-    return R.estimate(CARD, cal, CFG, point, res, peak)
+def est(point, blocks=2, ahead=2, spills=0, peak=PEAK, cal=CAL, card=CARD, reads=0, dot_flops=0):
+    res = R.Resources(blocks_per_sm=blocks, threads=128, tile_bytes=1000, ahead=ahead, n_spills=spills,
+                      source="hand", shared_reads=reads, dot_flops=dot_flops)
+    return R.estimate(card, cal, CFG, point, res, peak)
 
 
-def test_roofline_terms():
+def test_roofline_terms_and_tensor_bound():
+    # grid 20 = one wave of 2 CTAs on each of 10 SMs; f = 1e9 / (20 x 10) = 5e6 FLOP per iteration
     e = est({"grid": 20, "n": 10, "bytes": 10**6, "flops": 10**9}, peak=1e12)
     assert e.roofline_mem_s == pytest.approx(1e-6)      # 1e6 B / 1e12 B/s
     assert e.roofline_comp_s == pytest.approx(1e-3)     # 1e9 / 1e12
-    assert e.bound == "compute"
+    # (e) 2 CTAs x 5e6 / (1e12 / 10 SMs) = 1e-4 s per iteration, far above latency 1e-6 / 2
+    assert e.tensor_step_s == pytest.approx(1e-4) and e.bound == "tensor"
+    # CTA: 10 x 1e-4 + L 1e-6; one wave
+    assert e.waves_s == pytest.approx(10 * 1e-4 + 1e-6)
 
 
-def test_littles_law_in_flight_and_achievable_bandwidth():
-    # F = tile 1000 B x min(ahead 2, n 10) = 2000 B per CTA; needed per SM = 1e12 B/s x 1e-6 s / 10 SMs = 1e5 B
-    # grid 20 = one wave on 10 SMs x 2 slots; per SM 2 CTAs x 2000 = 4000 B in flight
-    # achievable = min(1e12, 20 x 2000 / 1e-6 = 4e10) = 40 GB/s -> latency-bound
-    e = est({"grid": 20, "n": 10, "bytes": 20 * 10 * 1000, "flops": 0})
-    assert e.tiles_in_flight == 2 and e.inflight_per_sm == 4000 and e.needed_per_sm == pytest.approx(1e5)
-    assert e.achievable_gbs == pytest.approx(40.0)
-    assert e.bound == "latency"
-    # wave: 20 CTAs x 10,000 B / 4e10 B/s = 5e-6 s (= n x L / k = 10 x 1 us / 2 per CTA)
-    assert e.waves_s == pytest.approx(5e-6)
-
-
-def test_more_tiles_ahead_helps_until_bandwidth_caps():
+def test_latency_over_tiles_ahead_until_dram_caps():
+    # d = 200,000 B / (20 CTAs x 10 iters) = 1000 B per iteration; (b) = 2 x 1000 / 1e11 = 2e-8 s
+    # (a) = L / k = 1e-6 / 2 = 5e-7 s: latency-bound
     p = {"grid": 20, "n": 10, "bytes": 200_000, "flops": 0}
-    assert est(p, ahead=3).waves_s < est(p, ahead=2).waves_s < est(p, ahead=0).waves_s
-    # unpipelined (ahead 0) still has one tile in flight: k = max(1, 0) = 1
-    assert est(p, ahead=0).tiles_in_flight == 1
+    e = est(p)
+    assert e.tiles_in_flight == 2 and e.dram_per_iter == pytest.approx(1000)
+    assert e.latency_step_s == pytest.approx(5e-7) and e.dram_step_s == pytest.approx(2e-8)
+    assert e.bound == "latency" and e.waves_s == pytest.approx(10 * 5e-7 + 1e-6)
+    assert est(p, ahead=3).waves_s < est(p, ahead=2).waves_s < est(p, ahead=1).waves_s
+    # unpipelined (k = 0): wait L, then compute (nothing to compute here): 1e-6 per iteration
+    assert est(p, ahead=0).latency_step_s == pytest.approx(1e-6)
     # n = 2 iterations cap the tiles ahead: k = min(3, 2) = 2
     assert est({**p, "n": 2}, ahead=3).tiles_in_flight == 2
+    # 100x the bytes: (b) = 2 x 1e5 / 1e11 = 2e-6 > 5e-7: DRAM-bound
+    big = est({**p, "bytes": 20_000_000})
+    assert big.bound == "dram" and big.step_s == pytest.approx(2e-6)
+
+
+def test_shared_memory_operand_reads():
+    # s = 50,000 B per iteration; (d) = 2 CTAs x 5e4 / 1e12 B/s per SM = 1e-7 s < latency 5e-7
+    p = {"grid": 20, "n": 10, "bytes": 200_000, "flops": 0}
+    assert est(p, reads=50_000).shared_step_s == pytest.approx(1e-7) and est(p, reads=50_000).bound == "latency"
+    # 10x the reads: (d) = 1e-6 > 5e-7: shared-bound, each iteration 1 us
+    e = est(p, reads=500_000)
+    assert e.bound == "shared" and e.step_s == pytest.approx(1e-6)
+    # unpipelined: L + own compute = 1e-6 + 5e5 / 1e12 = 1.5e-6 (> (d) 1e-6)
+    assert est(p, reads=500_000, ahead=0).latency_step_s == pytest.approx(1.5e-6)
 
 
 def test_wave_quantization_and_tail():
-    # slots = 10 SMs x 2 = 20; grid 25 -> 2 waves, tail 5 CTAs
-    # bandwidth-bound setup: latency 1 ns makes bw(c) = min(1e12, c x 2000 / 1e-9) = 1e12 for c >= 1
-    cal = Calibration(**{**CAL.as_dict(), "latency_ns": 1.0})
-    e = est({"grid": 25, "n": 10, "bytes": 25 * 1000, "flops": 0}, cal=cal)
+    # slots = 10 SMs x 2 = 20; grid 25 -> 2 waves, tail 5 CTAs (ceil(5 / 10) = 1 per SM)
+    p = {"grid": 25, "n": 10, "bytes": 25 * 10 * 100_000, "flops": 0}       # d = 1e5 B per iteration
+    e = est(p)
     assert (e.slots, e.waves, e.tail_ctas) == (20, 2, 5)
-    # full wave 20 x 1000 B / 1e12 = 2e-8 s; tail 5 x 1000 / 1e12 = 5e-9 s
-    assert e.tail_s == pytest.approx(5e-9)
-    assert e.waves_s == pytest.approx(2.5e-8)
-    # latency-bound instead (1 us): every wave costs a CTA's n x L / k = 10 x 1e-6 / 2 = 5e-6 s, tail included
-    e2 = est({"grid": 25, "n": 10, "bytes": 25 * 10_000, "flops": 0})
-    assert e2.waves_s == pytest.approx(1e-5) and e2.tail_s == pytest.approx(5e-6)
+    # full wave: (b) 2 x 1e5 / 1e11 = 2e-6 per iteration -> 10 x 2e-6 + 1e-6 = 2.1e-5
+    # tail wave: 1 CTA per SM: (b) 1e-6, (a) 5e-7 -> 10 x 1e-6 + 1e-6 = 1.1e-5
+    assert e.tail_s == pytest.approx(1.1e-5)
+    assert e.waves_s == pytest.approx(2.1e-5 + 1.1e-5)
 
 
-def test_fill_spill_launch_and_total():
+class WithCombine(Stream):
+    """The toy card with a secondary kernel like decode's combine."""
+
+    def secondary_kernels(self, cfg, point):
+        return [R.Secondary("combine", grid=10, iterations=4, tile_bytes=2048)]
+
+
+def test_secondary_kernel_waits_l2_latency_per_plain_iteration():
+    card = WithCombine(name="toy2", summary="", params=(), baseline={})
+    e = est({"grid": 20, "n": 10, "bytes": 200_000, "flops": 0}, card=card)
+    # combine: 10 CTAs (one per SM), 4 unpipelined iterations of L2 latency 5e-7 (+ own compute 0),
+    # then its first-tile wait 5e-7: 4 x 5e-7 + 5e-7 = 2.5e-6; two launches of 2 us
+    assert e.secondary_s == pytest.approx(2.5e-6)
+    assert e.launch_s == pytest.approx(4e-6)
+
+
+def test_spill_launch_and_total():
     e = est({"grid": 20, "n": 10, "bytes": 200_000, "flops": 0}, spills=3)
-    # fill: 1 wave x (L 1e-6 + compute of one tile 0) = 1e-6 s; prologue share ahead/n = 2/10
-    assert e.fill_s == pytest.approx(1e-6) and e.prologue_share == 0.2
     # spills: 3 x 4 B x 2 x 128 threads x 10 iterations x 20 CTAs = 614,400 B over L2 1e18 B/s
     assert e.spill_s == pytest.approx(614_400 / 1e18)
     assert e.launch_s == pytest.approx(2e-6)           # one kernel x 2 us
-    assert e.total_s == pytest.approx(e.waves_s + e.fill_s + e.spill_s + e.launch_s)
+    assert e.total_s == pytest.approx(e.waves_s + e.secondary_s + e.spill_s + e.launch_s)
 
 
 def test_config_that_does_not_fit_is_infinite():
@@ -138,8 +164,9 @@ def test_builtin_cards_give_finite_estimates():
     card = load_card("decode_attention")
     cfgs = [card.resolve(), card.resolve({"num_warps": 8}), card.resolve({"num_stages": 3})]
     est = R.estimate_many(card, spec, cal, cfgs, [card.resolve_point({"C": 64})], product="H200")
-    # decode tile: BLOCK_T 16 x 576 x 2 B = 18,432 B; two kernels launched
+    # decode tile: BLOCK_T 16 x 576 x 2 B = 18,432 B; two kernels launched (split + combine)
     assert est[0][0].launch_s == pytest.approx(2 * cal.launch_us * 1e-6)
+    assert est[0][0].secondary_s > 0
     assert all(math.isfinite(row[0].total_s) for row in est)
     assert R.loop_tile_bytes(card, cfgs[0], {}) == 18_432
 

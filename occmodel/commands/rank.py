@@ -20,10 +20,13 @@ def add_parser(subs, common) -> None:
     p = subs.add_parser(
         "rank", parents=[common], help="rank configs by a static throughput model (no GPU)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Estimate each config's time per launch at each workload point from what occmodel knows: "
-                    "roofline (bytes / bandwidth, flops / peak), memory-level parallelism (bytes in flight per SM "
-                    "against bandwidth x latency, Little's law), wave quantization (grid vs SMs x resident "
-                    "blocks), pipeline fill, spills (--compiled) and launch overhead. Every term is a column. "
+        description="Estimate each config's time per launch at each workload point from what occmodel knows. "
+                    "One main-loop iteration of the CTAs an SM holds takes the slowest of (a) the load latency "
+                    "over the tiles in flight, (b) their share of DRAM bandwidth, (c) of L2 bandwidth, (d) of "
+                    "shared-memory bandwidth for the dot operands every warp re-reads (from the TTGIR's warp "
+                    "layouts: needs --compiled), (e) of the tensor cores; then waves of CTAs (grid vs SMs x "
+                    "resident blocks, the tail wave costed), secondary kernels (decode's combine), spills "
+                    "(--compiled) and launches. Every term is a column. "
                     "Constants: --calibration FILE (from `occmodel calibrate`), else a cached calibration for "
                     "the spec, else the spec product's datasheet with default latency and launch figures.",
         epilog="examples:\n"
@@ -34,8 +37,9 @@ def add_parser(subs, common) -> None:
     p.add_argument("--points", type=define, action="append", default=[], metavar="NAME=V1,V2",
                    help="workload points, e.g. C=1,8,64 (repeatable; the product is taken; -D fixes others)")
     p.add_argument("--compiled", action="store_true",
-                   help="compile every config for the spec's arch: real registers, shared memory, spills and "
-                        "the TTGIR's pipeline depth instead of the model's")
+                   help="compile every config for the spec's arch: real registers, shared memory, spills, "
+                        "the TTGIR's pipeline depth and the dots' shared-memory operand reads (recommended: "
+                        "without it term (d) is unknown)")
     p.add_argument("--calibration", default=None, metavar="FILE", help="calibration YAML from `occmodel calibrate`")
     p.add_argument("--product", default=None, help="the spec's product for datasheet figures (default: first)")
     p.add_argument("--top", type=int, default=None, metavar="K",
@@ -97,23 +101,25 @@ def run(args) -> Report:
                   + [f"skipped {a}: {e}" for a, e in skipped])
     sections = [agg]
     term_cols = [("rank", "rank"), *cfg_cols, ("total_us", "est us"), ("bound", "bound"), ("grid", "grid"),
-                 ("blocks_per_sm", "blocks/SM"), ("waves", "waves"), ("tail_ctas", "tail CTAs"),
-                 ("tiles_in_flight", "tiles ahead"), ("mlp", "in flight / needed"), ("achievable_gbs", "bw GB/s"),
-                 ("waves_us", "waves us"), ("tail_us", "tail us"), ("fill_us", "fill us"), ("spill_us", "spill us"),
-                 ("launch_us", "launch us"), ("mem_roof_us", "roof mem us"), ("comp_roof_us", "roof comp us")]
+                 ("blocks_per_sm", "blocks/SM"), ("waves", "waves"), ("iterations", "iters"),
+                 ("tiles_in_flight", "tiles ahead"), ("shared_kb", "smem reads KB/iter"),
+                 ("lat_ns", "(a) latency ns"), ("dram_ns", "(b) DRAM ns"), ("l2_ns", "(c) L2 ns"),
+                 ("shared_ns", "(d) shared ns"), ("tensor_ns", "(e) tensor ns"), ("waves_us", "main us"),
+                 ("tail_us", "tail wave us"), ("secondary_us", "secondary us"), ("spill_us", "spill us"),
+                 ("launch_us", "launch us")]
     for j, lab in enumerate(labels):
         col = sorted(range(len(cfgs)), key=lambda i: est[i][j].total_s)
         rows = []
         for r, i in enumerate(col, 1):
             e = est[i][j]
             rows.append({"rank": r, **{k: cfgs[i][k] for k in swept}, "total_us": _us(e.total_s), "bound": e.bound,
-                         "grid": e.grid, "blocks_per_sm": e.blocks_per_sm, "waves": e.waves, "tail_ctas": e.tail_ctas,
-                         "tiles_in_flight": e.tiles_in_flight,
-                         "mlp": round(e.inflight_per_sm / e.needed_per_sm, 3) if e.fits else None,
-                         "achievable_gbs": round(e.achievable_gbs), "waves_us": _us(e.waves_s),
-                         "tail_us": _us(e.tail_s), "fill_us": _us(e.fill_s), "spill_us": _us(e.spill_s),
-                         "launch_us": _us(e.launch_s), "mem_roof_us": _us(e.roofline_mem_s),
-                         "comp_roof_us": _us(e.roofline_comp_s)})
+                         "grid": e.grid, "blocks_per_sm": e.blocks_per_sm, "waves": e.waves,
+                         "iterations": e.iterations, "tiles_in_flight": e.tiles_in_flight,
+                         "shared_kb": round(e.shared_per_iter / 1024, 1) if e.shared_per_iter else None,
+                         "lat_ns": _ns(e.latency_step_s), "dram_ns": _ns(e.dram_step_s), "l2_ns": _ns(e.l2_step_s),
+                         "shared_ns": _ns(e.shared_step_s), "tensor_ns": _ns(e.tensor_step_s),
+                         "waves_us": _us(e.waves_s), "tail_us": _us(e.tail_s), "secondary_us": _us(e.secondary_s),
+                         "spill_us": _us(e.spill_s), "launch_us": _us(e.launch_s)})
         sections.append(Section(f"Point {_label(points[j], list(points[j]))}", term_cols, rows))
     top = []
     if args.top:
@@ -123,16 +129,22 @@ def run(args) -> Report:
         sections.append(Section(f"Top {len(top)} for validate / the autotune pruner",
                                 [("form", "form"), ("text", "text")],
                                 [{"form": "validate flags", "text": flags}, {"form": "python list", "text": pylist}]))
-    src = "compiled (n_regs, total_shared, n_spills, TTGIR ring depth)" if args.compiled else \
-        "the card's model (no compile; spills not known)"
-    assumptions = [f"constants: {cal.gpu}, {cal.sms} SMs, {cal.bandwidth_gbs:g} GB/s, latency {cal.latency_ns:g} ns, "
-                   f"launch {cal.launch_us:g} us, L2 {cal.l2_bandwidth_gbs:g} GB/s; {cal.source}",
+    src = ("compiled (n_regs, total_shared, n_spills; the TTGIR's ring depth, tile bytes and dot warp layouts)"
+           if args.compiled else "the card's model (no compile: spills and shared-memory operand reads unknown, "
+                                 "term (d) is 0; pass --compiled)")
+    assumptions = [f"constants: {cal.gpu}, {cal.sms} SMs, DRAM {cal.bandwidth_gbs:g} GB/s, latency {cal.latency_ns:g} ns, "
+                   f"L2 {cal.l2_bandwidth_gbs:g} GB/s, L2 latency {cal.l2_latency_ns:g} ns, shared "
+                   f"{cal.shared_bandwidth_gbs:g} GB/s, launch {cal.launch_us:g} us; {cal.source}",
                    f"peak {R.peak_flops(spec, args.product) / 1e12:g} TFLOP/s (fp16 tensor, datasheet)",
                    f"resources from {src}",
                    "the estimate ranks configs; it is not a time to quote (see rank.py for the formula)"]
     return Report("rank", sections, assumptions,
                   extra={"spec": spec.name, "kernel": card.name, "points": points,
                          "top": top, "estimates": [[_finite(e.as_dict()) for e in row] for row in est]})
+
+
+def _ns(seconds: float) -> float | None:
+    return round(seconds * 1e9, 1) if math.isfinite(seconds) else None
 
 
 def _finite(d: dict) -> dict:

@@ -119,6 +119,13 @@ def plan_report(plan: V.Plan) -> Report:
                   [f"spec {plan.spec.name}; estimate from the roofline of {plan.spec.product().name}"])
 
 
+def _bandwidth(nbytes: float, seconds: float, copy_bw: float, peak: float, product: str) -> str:
+    """Achieved DRAM bandwidth (the card's unavoidable bytes / median time) against the
+    measured copy bandwidth and the product's datasheet peak."""
+    bw = nbytes / seconds
+    return f"{bw / 1e9:,.0f} GB/s ({100 * bw / copy_bw:.0f}% of copy, {100 * bw / peak:.0f}% of {product} peak)"
+
+
 def result_report(res: V.Result, args) -> Report:
     plan = res.plan
     product = plan.spec.product_for_gpu(str(res.env.get("gpu", ""))) or plan.spec.product()
@@ -146,11 +153,12 @@ def result_report(res: V.Result, args) -> Report:
             rows.append({"point": label, "base": round(pr.base_throughput), "cand": round(plan.card.work_units(pr.point) / o.cand_median_s),
                          "delta": f"{100 * o.delta:+.1f}%", "ci": f"{100 * (o.ci_low - 1):+.1f}..{100 * (o.ci_high - 1):+.1f}%",
                          "band": f"+-{100 * o.band:.1f}%", "spread": f"{100 * o.base_spread:.1f}%",
-                         "bw": f"{pr.base_bytes / t_base / 1e9:,.0f} GB/s ({100 * pr.base_bytes / t_base / res.copy_bandwidth:.0f}% of copy, "
-                               f"{100 * pr.base_bytes / t_base / peak:.0f}% of {product.name} peak)",
+                         "bw": _bandwidth(pr.base_bytes, t_base, res.copy_bandwidth, peak, product.name),
+                         "cand_bw": _bandwidth(plan.card.bytes_moved(cand, pr.point), o.cand_median_s,
+                                               res.copy_bandwidth, peak, product.name),
                          "verdict": o.verdict, "why": o.why})
         cols = [("point", "point"), ("base", f"baseline {unit}"), ("cand", f"candidate {unit}"), ("delta", "delta"),
-                ("ci", "95% CI"), ("band", "A/A band"), ("spread", "baseline spread"), ("bw", "baseline HBM"),
+                ("ci", "95% CI"), ("band", "A/A band"), ("spread", "baseline spread"), ("bw", "baseline HBM"), ("cand_bw", "candidate HBM"),
                 ("verdict", "verdict"), ("why", "why")]
         sections.append(Section(f"{name}: overall {res.overall[name]}", cols, rows))
     torch_rows = [{"point": ", ".join(f"{k}={v}" for k, v in pr.point.items()),

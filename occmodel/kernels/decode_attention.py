@@ -416,6 +416,17 @@ class DecodeAttentionCard(KernelCard):
         out = C * H * cfg["D_LATENT"] * e
         return kv + q + table + partials + out
 
+    def secondary_kernels(self, cfg: Config, point: Mapping[str, Any]) -> list:
+        """The combine kernel (occmodel.rank costs it): one CTA per sequence x head, one
+        loop iteration per split reading a D_LATENT fp32 partial and its lse, which the
+        split kernel has just written (L2-resident); its loads are plain tt.load (not
+        pipelined: checked in the TTGIR on sm_90 and sm_120), so each iteration waits
+        an L2 latency."""
+        from ..rank import Secondary
+        _, splits, _ = self._launch_shape(cfg, point)
+        return [Secondary("combine", grid=point["C"] * cfg["NUM_HEADS"], iterations=splits,
+                          tile_bytes=cfg["D_LATENT"] * 4 + 4)]
+
     def flops(self, cfg: Config, point: Mapping[str, Any]) -> int:
         """Q.K^T over 576 columns plus P.V over 512, for every head and cached token."""
         C, ctx, H = point["C"], point["ctx"], cfg["NUM_HEADS"]
