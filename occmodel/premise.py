@@ -91,13 +91,8 @@ def static_premise(base: Mapping[str, Any], cand: Mapping[str, Any], *, base_war
         if operands is None:
             return StaticPremise(what, claim, MECHANISM_UNCHECKED,
                                  "needs the compiled TTGIR's dot layouts (compile for the spec's arch)", occ)
-        if operands.cand < operands.base:
-            return StaticPremise(what, claim, MECHANISM_HOLDS,
-                                 f"{operands.describe()}: the mechanism happens; only a measurement can say "
-                                 "whether throughput follows", occ)
-        return StaticPremise(what, claim, MECHANISM_FAILS,
-                             f"{operands.describe()}: the reads do not fall, so the premise is refuted before "
-                             "any timing", occ)
+        return _decided(what, claim, operands.cand < operands.base, operands.describe(),
+                        "the mechanism happens", "the reads do not fall", occ)
     if deeper:
         claim = f"{what} deepens the software pipeline (more loads in flight), so throughput rises"
     else:
@@ -110,13 +105,8 @@ def static_premise(base: Mapping[str, Any], cand: Mapping[str, Any], *, base_war
                              f"the candidate does not fit on the SM ({source}); nothing to measure")
     if deeper and prefetch is not None:
         shared = f"{source} shared memory {base_shared:,} -> {cand_shared:,} B"
-        if prefetch.deeper:
-            return StaticPremise(what, claim, MECHANISM_HOLDS,
-                                 f"{prefetch.why}; {shared}: the loads are prefetched deeper; only a "
-                                 "measurement can say whether throughput follows", occ_note)
-        return StaticPremise(what, claim, MECHANISM_FAILS,
-                             f"{prefetch.why}; {shared}: num_stages does not deepen the prefetch, so the "
-                             "premise is refuted before any timing", occ_note)
+        return _decided(what, claim, prefetch.deeper, f"{prefetch.why}; {shared}", "the loads are prefetched deeper",
+                        "num_stages does not deepen the prefetch", occ_note)
     if deeper:
         if cand_shared > base_shared:
             return StaticPremise(what, claim, MECHANISM_HOLDS,
@@ -136,3 +126,12 @@ def static_premise(base: Mapping[str, Any], cand: Mapping[str, Any], *, base_war
     return StaticPremise(what, claim, MECHANISM_FAILS,
                          f"{source} resident warps/SM {verb} {base_warps} -> {cand_warps}: the mechanism does "
                          "not happen, so the premise is refuted before any timing", side)
+
+
+def _decided(what: str, claim: str, happens: bool, evidence: str, yes: str, no: str, note: str) -> StaticPremise:
+    """The premise with its mechanism decided by `happens`, the evidence and what it means."""
+    if happens:
+        return StaticPremise(what, claim, MECHANISM_HOLDS,
+                             f"{evidence}: {yes}; only a measurement can say whether throughput follows", note)
+    return StaticPremise(what, claim, MECHANISM_FAILS, f"{evidence}: {no}, so the premise is refuted before any timing",
+                         note)
