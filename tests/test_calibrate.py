@@ -76,8 +76,10 @@ def test_shared_bandwidth_and_l2_latency_fields():
     cal = C.datasheet(load_spec("sm_90"), "H200")
     assert cal.shared_bandwidth_gbs == pytest.approx(33454.1) and cal.l2_latency_ns == C.DEFAULT_L2_LATENCY_NS
     assert "clock 1980 MHz from the datasheet" in cal.source
+    # sm_120's RTX PRO 6000: 188 x 128 B = 24,064 B per clock x 2597 MHz = 62,494.2 GB/s
+    assert C.datasheet(load_spec("sm_120")).shared_bandwidth_gbs == pytest.approx(62494.2, abs=0.1)
     # a product without a clock: the default clock, said so
-    assert "not the product's figure" in C.datasheet(load_spec("sm_120")).source
+    assert "not the product's figure" in C.datasheet(load_spec("sm_100")).source
 
 
 def test_old_calibration_files_load_with_defaults(tmp_path):
