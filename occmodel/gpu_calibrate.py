@@ -129,8 +129,8 @@ def measure(spec: HardwareSpec, quick: bool = False, progress=None) -> Calibrati
 
     say("launch overhead")
     launch = launch_overhead()
-    clock = _max_sm_clock_mhz() or spec.product_for_gpu(props.name) and spec.product_for_gpu(props.name).boost_clock_mhz
-    clock = clock or DEFAULT_CLOCK_MHZ
+    product = spec.product_for_gpu(props.name)
+    clock = _max_sm_clock_mhz() or (product.boost_clock_mhz if product else None) or DEFAULT_CLOCK_MHZ
     return Calibration(spec=spec.name, gpu=props.name, sms=sms, bandwidth_gbs=round(bw / 1e9, 1),
                        latency_ns=round(lats[-1] * 1e9, 1), launch_us=round(launch * 1e6, 3),
                        l2_bandwidth_gbs=round(l2 / 1e9, 1), l2_latency_ns=round(l2_lat * 1e9, 1),

@@ -446,33 +446,33 @@ def fill_rows(card: Any, cfg: Mapping[str, Any], report: PipelineReport,
     return rows
 
 
-def compiled_prefetch(card: Any, spec: Any, base: Mapping[str, Any], cand: Mapping[str, Any]):
-    """premise.Prefetch for a num_stages change, from compiling both configs for spec.arch
-    (keep_ir); None when either compile fails. Imports the compiler lazily."""
+def _compiled_reports(card: Any, spec: Any, cfgs: Iterable[Mapping[str, Any]]) -> list[PipelineReport] | None:
+    """The pipelining report of each config compiled for spec.arch (keep_ir); None when one
+    compile fails. Imports the compiler lazily."""
     from .compile import compile_kernel
-    from .premise import Prefetch
     reps = []
-    for cfg in (base, cand):
+    for cfg in cfgs:
         res = compile_kernel(card.kernel, card.signature(cfg), card.constexprs(cfg), arch=spec.arch,
                              num_warps=int(cfg["num_warps"]), num_stages=int(cfg["num_stages"]), keep_ir=True)
         if not res.ok:
             return None
         reps.append(analyze(res))
-    return Prefetch(*prefetch_change(reps[0], reps[1]))
+    return reps
 
+
+def compiled_prefetch(card: Any, spec: Any, base: Mapping[str, Any], cand: Mapping[str, Any]):
+    """premise.Prefetch for a num_stages change, from compiling both configs for spec.arch
+    (keep_ir); None when either compile fails."""
+    from .premise import Prefetch
+    reps = _compiled_reports(card, spec, (base, cand))
+    return None if reps is None else Prefetch(*prefetch_change(reps[0], reps[1]))
 
 def compiled_operand_reads(card: Any, spec: Any, base: Mapping[str, Any], cand: Mapping[str, Any]):
     """premise.OperandReads of baseline and candidate (main loop, compiled for spec.arch with
-    keep_ir); None when a compile fails or a main loop has no dot. Imports the compiler lazily."""
-    from .compile import compile_kernel
+    keep_ir); None when a compile fails or a main loop has no dot."""
     from .premise import OperandReads
-    loops = []
-    for cfg in (base, cand):
-        res = compile_kernel(card.kernel, card.signature(cfg), card.constexprs(cfg), arch=spec.arch,
-                             num_warps=int(cfg["num_warps"]), num_stages=int(cfg["num_stages"]), keep_ir=True)
-        main = analyze(res).main if res.ok else None
-        if main is None or not main.dots:
-            return None
-        loops.append(main)
+    loops = [rep.main for rep in _compiled_reports(card, spec, (base, cand)) or ()]
+    if len(loops) != 2 or any(lp is None or not lp.dots for lp in loops):
+        return None
     loaded = sum(ld.slot_bytes for ld in loops[0].loads)
     return OperandReads(loops[0].shared_read_bytes, loops[1].shared_read_bytes, loaded)

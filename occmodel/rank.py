@@ -21,7 +21,7 @@ and one iteration of the c co-resident CTAs takes the slowest of (all times in s
     cta(c)  = n x step(c) + L                  the first tile's latency is never hidden
     kernel  = (waves - 1) x cta(B) + cta(ceil(tail / SMs))     waves = ceil(grid / (SMs x B))
     spill_s = n_spills x 4 B x 2 x threads x n x grid / BW_L2  (stores + reloads, compiled only)
-    total   = kernel + secondary kernels + launches x launch
+    total   = kernel + secondary kernels + (1 + secondary kernels) x launch
 
 A card's secondary kernels (``secondary_kernels(cfg, point)``, e.g. decode's split-KV
 combine) are costed by the same step with their own grid, iterations and bytes; a loop
@@ -45,7 +45,6 @@ from .model import predict
 from .occupancy import occupancy
 from .spec import HardwareSpec
 
-KERNELS_PER_LAUNCH = {"decode_attention": 2, "decode_attention_nopipe": 2}   # launches when no secondary list
 BOUNDS = ("latency", "dram", "l2", "shared", "tensor")
 
 
@@ -181,19 +180,29 @@ def _steps(r: _Rates, c: int, d: float, t: float, s: float, f: float, k: int, la
             "l2": c * t / (r.l2 / per), "shared": c * s / (r.smem / per), "tensor": c * f / (r.peak / per)}
 
 
-def _kernel_s(r: _Rates, grid: int, blocks: int, n: int, d: float, t: float, s: float, f: float, k: int,
-              lat: float) -> tuple[float, float, dict[str, float]]:
-    """(total, tail wave, the full wave's step terms) of one kernel."""
+@dataclass(frozen=True)
+class _Kernel:
+    waves: int
+    tail_ctas: int
+    total_s: float
+    tail_s: float
+    terms: dict[str, float]      # the step terms of the first wave (full, or the only one)
+
+
+def _kernel(r: _Rates, grid: int, blocks: int, n: int, d: float, t: float, s: float, f: float, k: int,
+            lat: float) -> _Kernel:
+    """One kernel's waves: (waves - 1) x cta(blocks) + cta(CTAs per SM of the tail)."""
     slots = r.sms * blocks
     waves = -(-grid // slots)
     tail = grid - (waves - 1) * slots
+    c_tail = -(-tail // r.sms)
 
     def cta(c: int) -> float:
         return n * max(_steps(r, c, d, t, s, f, k, lat).values()) + lat
 
-    tail_s = cta(-(-tail // r.sms))
-    full = _steps(r, blocks if waves > 1 else -(-tail // r.sms), d, t, s, f, k, lat)
-    return (waves - 1) * cta(blocks) + tail_s, tail_s, full
+    tail_s = cta(c_tail)
+    return _Kernel(waves, tail, (waves - 1) * cta(blocks) + tail_s, tail_s,
+                   _steps(r, blocks if waves > 1 else c_tail, d, t, s, f, k, lat))
 
 
 def rates(cal: Calibration, peak_flops: float) -> _Rates:
@@ -211,8 +220,7 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
     nbytes, flops = float(card.bytes_moved(cfg, point)), float(card.flops(cfg, point))
     hook = getattr(card, "secondary_kernels", None)
     extra = list(hook(cfg, point)) if callable(hook) else []
-    launches = 1 + len(extra) if callable(hook) else KERNELS_PER_LAUNCH.get(card.name, 1)
-    launch_s = launches * cal.launch_us * 1e-6
+    launch_s = (1 + len(extra)) * cal.launch_us * 1e-6
     B = res.blocks_per_sm
     k = min(res.ahead, n)
     d = max(0.0, nbytes - sum(x.grid * x.iterations * x.dram_bytes for x in extra)) / (grid * n)
@@ -227,22 +235,17 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
         return Estimate(fits=False, slots=0, waves=0, tail_ctas=0, latency_step_s=inf, dram_step_s=inf,
                         l2_step_s=inf, shared_step_s=inf, tensor_step_s=inf, step_s=inf, waves_s=inf, tail_s=inf,
                         secondary_s=0.0, spill_s=0.0, total_s=inf, bound="does not fit", **common)
-    slots = r.sms * B
-    waves = -(-grid // slots)
-    tail = grid - (waves - 1) * slots
-    main_s, tail_s, terms = _kernel_s(r, grid, B, n, d, t, s, f, k, r.lat)
-    second = 0.0
-    for x in extra:
-        lat = r.lat if x.dram_bytes else r.l2_lat
-        second += _kernel_s(r, x.grid, x.blocks_per_sm, x.iterations, float(x.dram_bytes), float(x.tile_bytes), 0.0, 0.0,
-                            min(x.ahead, x.iterations), lat)[0]
+    main = _kernel(r, grid, B, n, d, t, s, f, k, r.lat)
+    second = sum(_kernel(r, x.grid, x.blocks_per_sm, x.iterations, float(x.dram_bytes), float(x.tile_bytes), 0.0,
+                         0.0, min(x.ahead, x.iterations), r.lat if x.dram_bytes else r.l2_lat).total_s
+                 for x in extra)
     spill_s = res.n_spills * 4 * 2 * res.threads * n * grid / r.l2
-    total = main_s + second + spill_s + launch_s
-    bound = max(terms, key=terms.get)
-    return Estimate(fits=True, slots=slots, waves=waves, tail_ctas=tail, latency_step_s=terms["latency"],
-                    dram_step_s=terms["dram"], l2_step_s=terms["l2"], shared_step_s=terms["shared"],
-                    tensor_step_s=terms["tensor"], step_s=max(terms.values()), waves_s=main_s, tail_s=tail_s,
-                    secondary_s=second, spill_s=spill_s, total_s=total, bound=bound, **common)
+    terms = main.terms
+    return Estimate(fits=True, slots=r.sms * B, waves=main.waves, tail_ctas=main.tail_ctas,
+                    latency_step_s=terms["latency"], dram_step_s=terms["dram"], l2_step_s=terms["l2"],
+                    shared_step_s=terms["shared"], tensor_step_s=terms["tensor"], step_s=max(terms.values()),
+                    waves_s=main.total_s, tail_s=main.tail_s, secondary_s=second, spill_s=spill_s,
+                    total_s=main.total_s + second + spill_s + launch_s, bound=max(terms, key=terms.get), **common)
 
 
 def peak_flops(spec: HardwareSpec, product: str | None = None) -> float:
