@@ -228,23 +228,22 @@ class Pruner:
         return out
 
     def _judge(self, res, num_warps: int) -> dict[str, Any]:
+        from .evidence import from_result
         row = dict(status=res.status, cached=res.cached, n_regs=res.n_regs, n_spills=res.n_spills,
                    shared=res.total_shared)
         if not res.ok:
             return dict(row, kept=False, reason=f"compile failed ({res.status}): {res.message}")
-        return self._fit(row, 32 * num_warps, res.n_regs, res.total_shared, res.n_spills or 0)
+        return self._fit(row, from_result(self.spec, res, pipeline=False), res.n_spills or 0)
 
-    def _fit(self, row: dict[str, Any], threads: int, regs: int, shared: int, spills: int) -> dict[str, Any]:
-        """Fill occupancy fields and the verdict (shared limit, spills, resident blocks)."""
-        from .occupancy import occupancy
+    def _fit(self, row: dict[str, Any], ev, spills: int) -> dict[str, Any]:
+        """Fill occupancy fields from an Evidence and the verdict (shared limit, spills, resident blocks)."""
         sm = self.spec.sm
-        try:
-            occ = occupancy(self.spec, threads=threads, regs=min(regs, sm.max_registers_per_thread), smem=shared,
-                            with_headroom=False)
-        except ConfigError as exc:
-            return dict(row, kept=False, reason=str(exc))
+        occ = ev.occupancy
+        if occ is None:
+            return dict(row, kept=False, reason=ev.message or "no occupancy")
         row.update(blocks_per_sm=occ.blocks_per_sm, warps_per_sm=occ.warps_per_sm,
                    occupancy=round(occ.occupancy, 4), limiter=occ.limiter if occ.fits else "-")
+        shared = ev.shared
         reason = ""
         if shared > sm.shared_memory_per_block_optin:
             reason = (f"shared memory {shared:,} B > {sm.shared_memory_per_block_optin:,} B per-block limit "
@@ -258,7 +257,7 @@ class Pruner:
 
     # -------------------------------------------------------------- model
     def _predicted(self, config) -> dict[str, Any]:
-        from .model import predict
+        from .evidence import gather
         card = self.card
         names = {p.name for p in card.all_params}
         given = {k: v for k, v in config.kwargs.items() if k in names}
@@ -267,11 +266,13 @@ class Pruner:
                                 "num_stages": config.num_stages})
         except OccmodelError as exc:
             return dict(kept=False, status="error", reason=str(exc))
-        pred = predict(card, self.spec, cfg)
-        row = dict(status="model", cached=None, n_regs=pred.regs, n_spills=None, shared=pred.shared)
-        row = self._fit(row, pred.threads, pred.regs, pred.shared, 0)
-        if row["kept"] and pred.spills_predicted and self.max_spills == 0:
-            row.update(kept=False, reason=f"register estimate {pred.regs_estimate} > 255: spills predicted")
+        ev = gather(card, self.spec, [cfg], compile=False)[0]
+        if ev.status != "ok":
+            return dict(kept=False, status="error", reason=ev.message)
+        row = dict(status="model", cached=None, n_regs=ev.regs, n_spills=None, shared=ev.shared)
+        row = self._fit(row, ev, 0)
+        if row["kept"] and ev.spills_predicted and self.max_spills == 0:
+            row.update(kept=False, reason=f"register estimate {ev.regs_estimate} > 255: spills predicted")
         return row
 
     def _rank(self, rows: list[dict[str, Any]]) -> None:

@@ -10,9 +10,12 @@ A card module under ``occmodel/kernels/`` (or a user's file) defines a
   AOT convention (``*bf16:16`` = pointer 16-byte aligned), so compiling the card
   reproduces the launcher's specialization;
 * ``shared_memory(cc)`` / ``registers(cc)``: sympy expressions over the parameter
-  symbols (see :func:`symbols`) — the model;
+  symbols (see :func:`symbols`) — the model (optional: without it, compiles decide);
 * the GPU side (``make_inputs``, ``launch``, ``reference``, ``bytes_moved``...),
   which imports torch lazily, so the card itself loads without torch.
+
+Every optional hook is a method of :class:`KernelCard` with a documented default
+(the table in its docstring); a bare kernel is a card that knows nothing more.
 
 A config is a plain ``dict[str, int | str]`` holding every parameter;
 :meth:`KernelCard.resolve` builds and validates one.
@@ -84,9 +87,44 @@ def symbols(names) -> dict[str, sympy.Symbol]:
     return {n: sympy.Symbol(n, integer=True, positive=True) for n in names}
 
 
+@dataclass(frozen=True)
+class Secondary:
+    """A further kernel of the same launch (e.g. a split-KV combine), as rank costs it:
+    its grid, loop iterations per CTA and bytes per iteration."""
+
+    name: str
+    grid: int
+    iterations: int
+    tile_bytes: int          # bytes per iteration per CTA
+    dram_bytes: int = 0      # of which from DRAM (0: L2-resident, just written)
+    ahead: int = 0           # its loop's pipelining (0: plain loads)
+    blocks_per_sm: int = 8   # an assumption for small helper kernels (their grids are about one wave)
+
+
 @dataclass
 class KernelCard:
-    """Base class of kernel cards. Subclasses fill the fields and override the methods."""
+    """The kernel contract every consumer uses. A card subclass overrides what a person
+    knows; every hook below has a documented default, so a bare ``@triton.jit`` kernel
+    (:class:`occmodel.bare.BareKernel`) is the zero-knowledge case of the same contract.
+
+    Defaults, and what a consumer does with them:
+
+    ===========================  ========================  ==========================================
+    hook                         default                   consumer when it is the default
+    ===========================  ========================  ==========================================
+    shared_memory / registers    None (no hand model)      numbers come from compiles (exact)
+    signature / constexprs       required for compiling    --
+    sweep()                      [the baseline]            accuracy sweeps the flags' product
+    grid / loop_iterations       None (unknown)            rank refuses, naming the missing hook
+    bytes_moved / flops          None (unknown)            bandwidth columns say "unknown"
+    make_inputs / launch         KernelError               validate needs them (a launcher)
+    reference                    None (no check)           "timed without a correctness check"
+    torch_baseline               None                      no torch comparison row
+    secondary_kernels            []                        rank costs the main kernel only
+    loop_tile_bytes              None                      rank uses the TTGIR's pipelined slots
+    work_units                   1.0 per launch            throughput in launches/s
+    ===========================  ========================  ==========================================
+    """
 
     name: str
     summary: str
@@ -98,6 +136,11 @@ class KernelCard:
     workload_params: tuple[Param, ...] = field(default_factory=tuple)
     default_points: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
     throughput_unit: str = "launches/s"
+
+    @property
+    def kind(self) -> str:
+        """"card" for a hand-written card, "bare kernel" for the zero-knowledge case."""
+        return "card"
 
     # ----------------------------------------------------------- config
     @property
@@ -131,55 +174,94 @@ class KernelCard:
         for key, value in point.items():
             if key not in names:
                 raise ConfigError(f"unknown workload parameter {key!r} for kernel {self.name!r}; valid: "
-                                  f"{', '.join(names)}{suggest(key, names)}")
+                                  f"{', '.join(names) or '(none: give the launcher a POINTS list)'}"
+                                  f"{suggest(key, names)}")
             out[key] = next(p for p in self.workload_params if p.name == key).check(value)
         return out
+
+    def sweep(self) -> list[Config]:
+        """The configs `occmodel accuracy` checks by default (default: the baseline alone)."""
+        return [self.resolve()]
 
     # ------------------------------------------------------------ model
     def symbols(self) -> dict[str, sympy.Symbol]:
         return symbols(p.name for p in self.all_params if not isinstance(p.default, str))
 
-    def shared_memory(self, cc: tuple[int, int], cfg: Config) -> sympy.Expr:
+    def shared_memory(self, cc: tuple[int, int], cfg: Config) -> sympy.Expr | None:
         """Bytes of shared memory Triton allocates, as an expression over the numeric
-        parameter symbols. `cfg` supplies the non-numeric parameters (dtype)."""
-        raise NotImplementedError
+        parameter symbols (`cfg` supplies the non-numeric ones, e.g. dtype); None: no
+        hand model (consumers compile instead)."""
+        return None
 
-    def registers(self, cc: tuple[int, int], cfg: Config) -> sympy.Expr:
-        """Estimated registers per thread (before ptxas's 255 cap)."""
-        raise NotImplementedError
+    def registers(self, cc: tuple[int, int], cfg: Config) -> sympy.Expr | None:
+        """Estimated registers per thread (before ptxas's 255 cap); None: no hand model."""
+        return None
+
+    def has_model(self, cc: tuple[int, int], cfg: Config) -> bool:
+        """Whether both hand expressions exist for this arch and config."""
+        return self.shared_memory(cc, cfg) is not None and self.registers(cc, cfg) is not None
 
     # ---------------------------------------------------------- compile
-    def signature(self, cfg: Config) -> dict[str, str]:
-        raise NotImplementedError
+    def signature(self, cfg: Config) -> dict[str, str] | str:
+        """Triton AOT types of the runtime parameters for `cfg` (see compile_kernel)."""
+        raise KernelError(f"kernel {self.name!r} states no signature")
 
     def constexprs(self, cfg: Config) -> dict[str, Any]:
-        raise NotImplementedError
+        """The constexpr values a launch of `cfg` passes."""
+        raise KernelError(f"kernel {self.name!r} states no constexprs")
 
     # ------------------------------------------- workload (GPU side, torch lazily)
-    def grid(self, cfg: Config, point: Mapping[str, Any]) -> int:
-        """CTAs one launch of the main kernel starts."""
-        raise NotImplementedError
+    def grid(self, cfg: Config, point: Mapping[str, Any]) -> int | None:
+        """CTAs one launch of the main kernel starts (None: unknown)."""
+        return None
 
-    def loop_iterations(self, cfg: Config, point: Mapping[str, Any]) -> int:
-        """Main-loop iterations each CTA runs (what a num_stages pipeline must fill)."""
-        raise NotImplementedError
+    def loop_iterations(self, cfg: Config, point: Mapping[str, Any]) -> int | None:
+        """Main-loop iterations each CTA runs (what a num_stages pipeline must fill; None: unknown)."""
+        return None
 
-    def bytes_moved(self, cfg: Config, point: Mapping[str, Any]) -> int:
-        raise NotImplementedError
+    def bytes_moved(self, cfg: Config, point: Mapping[str, Any]) -> int | None:
+        """Unavoidable DRAM bytes of one launch (None: unknown)."""
+        return None
 
-    def flops(self, cfg: Config, point: Mapping[str, Any]) -> int:
-        raise NotImplementedError
+    def flops(self, cfg: Config, point: Mapping[str, Any]) -> int | None:
+        """Floating-point operations of one launch (None: unknown)."""
+        return None
+
+    def secondary_kernels(self, cfg: Config, point: Mapping[str, Any]) -> list[Secondary]:
+        """Further kernels of the same launch that rank should cost (default: none)."""
+        return []
+
+    def loop_tile_bytes(self, cfg: Config) -> int | None:
+        """Bytes one CTA loads per main-loop iteration (None: from the TTGIR or the bytes moved)."""
+        return None
 
     def make_inputs(self, cfg: Config, point: Mapping[str, Any], device: str = "cpu", seed: int = 0) -> dict:
-        raise NotImplementedError
+        raise KernelError(f"kernel {self.name!r} has no launcher: make_inputs is missing "
+                          "(give --launcher FILE.py with make_inputs(point) and launch(inputs, cfg))")
 
     def launch(self, inputs: dict, cfg: Config):
         """Run the Triton kernel(s) on `inputs`; return the output tensor."""
-        raise NotImplementedError
+        raise KernelError(f"kernel {self.name!r} has no launcher: launch is missing "
+                          "(give --launcher FILE.py with make_inputs(point) and launch(inputs, cfg))")
+
+    def has_launcher(self) -> bool:
+        """Whether make_inputs and launch are provided (validate needs both)."""
+        cls = type(self)
+        return cls.make_inputs is not KernelCard.make_inputs and cls.launch is not KernelCard.launch
 
     def reference(self, inputs: dict):
-        """The readable torch reference (float32 or better)."""
-        raise NotImplementedError
+        """The readable torch reference (float32 or better); None: no correctness check."""
+        return None
+
+    def has_reference(self) -> bool:
+        return type(self).reference is not KernelCard.reference
+
+    def torch_baseline(self, inputs: dict):
+        """A plain-torch implementation to time beside the kernel (None: none)."""
+        return None
+
+    def has_torch_baseline(self) -> bool:
+        return type(self).torch_baseline is not KernelCard.torch_baseline
 
     def work_units(self, point: Mapping[str, Any]) -> float:
         """How many `throughput_unit`s one launch produces (e.g. tokens)."""
@@ -188,20 +270,65 @@ class KernelCard:
 
 # ------------------------------------------------------------------ loading
 def load_card(spec: str | KernelCard = DEFAULT_CARD) -> KernelCard:
-    """A built-in card by name, or ``path/to/file.py:attr`` / ``package.module:attr``."""
+    """A built-in card by name (or a card module under occmodel/kernels), or
+    ``path/to/file.py:attr`` / ``package.module:attr`` naming a KernelCard.
+    For a kernel source that may also be a bare @triton.jit function, use
+    :func:`occmodel.source.load_source` (the one discovery path of the CLI)."""
     if isinstance(spec, KernelCard):
         return spec
     text = str(spec)
     if ":" not in text:
         if text not in BUILTIN_CARDS:
+            card = None
+            if text.isidentifier():          # a card module not (yet) listed in BUILTIN_CARDS
+                try:
+                    card = getattr(importlib.import_module(f"occmodel.kernels.{text}"), "CARD", None)
+                except ModuleNotFoundError:
+                    card = None
+            if isinstance(card, KernelCard):
+                return card
             raise KernelError(f"unknown kernel {text!r}; built-in kernels: {', '.join(BUILTIN_CARDS)}"
-                              f"{suggest(text, BUILTIN_CARDS)} (or pass path/to/file.py:card)")
+                              f"{suggest(text, BUILTIN_CARDS)} (or pass path/to/file.py:name)")
         return importlib.import_module(f"occmodel.kernels.{text}").CARD
     obj = load_object(text)
     if not isinstance(obj, KernelCard):
         raise KernelError(f"{text!r} is a {type(obj).__name__}, not a KernelCard "
-                          "(pass a card, or use compile --signature for a bare @triton.jit function)")
+                          "(a bare @triton.jit function works with --signature or --args)")
     return obj
+
+
+def import_file(where: str):
+    """Import a Python file by path (its folder put on sys.path, so it can import the
+    modules beside it); the same module object on every call. KernelError if it cannot."""
+    path = Path(where)
+    if not path.is_file():
+        raise KernelError(f"kernel file {where!r} does not exist")
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    mod_name = f"occmodel_user_{abs(hash(str(path.resolve())))}"
+    module = sys.modules.get(mod_name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(mod_name, path)
+        if spec is None or spec.loader is None:
+            raise KernelError(f"{where!r} is not a Python file")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[mod_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException as exc:
+            sys.modules.pop(mod_name, None)
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            raise KernelError(f"cannot import {where!r}: {_one_line(exc)}") from None
+    return module
+
+
+def _one_line(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):
+        return f"the file called sys.exit({exc.code!r}) while being imported"
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[-1] if text else ''}".rstrip(": ")
 
 
 def load_object(text: str) -> Any:
@@ -209,24 +336,15 @@ def load_object(text: str) -> Any:
     where, _, attr = text.rpartition(":")
     if not where or not attr:
         raise KernelError(f"{text!r} must look like path/to/file.py:name or package.module:name")
-    try:
-        if where.endswith(".py") or "/" in where:
-            path = Path(where)
-            if not path.is_file():
-                raise KernelError(f"kernel file {where!r} does not exist")
-            mod_name = f"occmodel_user_{abs(hash(str(path.resolve())))}"
-            module = sys.modules.get(mod_name)
-            if module is None:
-                spec = importlib.util.spec_from_file_location(mod_name, path)
-                module = importlib.util.module_from_spec(spec)
-                sys.modules[mod_name] = module
-                spec.loader.exec_module(module)
-        else:
+    if where.endswith(".py") or "/" in where:
+        module = import_file(where)
+    else:
+        try:
             module = importlib.import_module(where)
-    except KernelError:
-        raise
-    except Exception as exc:  # the user's module failed to import
-        raise KernelError(f"cannot import {where!r}: {type(exc).__name__}: {exc}".splitlines()[0]) from None
+        except BaseException as exc:  # the user's module failed to import
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            raise KernelError(f"cannot import {where!r}: {_one_line(exc)}") from None
     if not hasattr(module, attr):
         names = [n for n in dir(module) if not n.startswith("_")]
         raise KernelError(f"{where!r} has no attribute {attr!r}{suggest(attr, names)}")

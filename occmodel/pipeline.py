@@ -18,7 +18,7 @@ Contract (checked on triton 3.6 and 3.9, whose TTGIR spells these ops alike):
 * loads are named by the source variable Triton records in the location
   (``loc("k_lat"(...))``) and placed by file:line when the location has one.
 
-Pure: string processing (only :func:`compiled_prefetch` compiles, importing triton lazily).
+Pure: string processing; compiling is occmodel.evidence's job.
 """
 
 from __future__ import annotations
@@ -429,50 +429,23 @@ def fill_rows(card: Any, cfg: Mapping[str, Any], report: PipelineReport,
     """Main-loop iterations per CTA at each workload point against the tiles in flight.
     A CTA with n iterations overlaps at most n - 1 of them with a copy in flight; with
     n <= ahead the prologue's extra tiles fall past the end (predicated off) and the
-    pipeline never reaches its depth."""
+    pipeline never reaches its depth. Points where the kernel does not state its loop
+    iterations (``loop_iterations`` None) are left out."""
     ahead = report.ahead
     rows = []
     for point in points:
         pt = card.resolve_point(point)
-        n = int(card.loop_iterations(cfg, pt))
+        n = card.loop_iterations(cfg, pt)
+        if n is None:
+            continue
+        n = int(n)
         note = ""
         if n <= ahead:
             note = f"too few: {n} iteration(s) cannot fill {ahead} tile(s) ahead"
         elif ahead and n < 4 * (ahead + 1):
             note = "short: the prologue and drain are a large share of the loop"
-        rows.append({"point": ", ".join(f"{k}={v}" for k, v in pt.items()), "ctas": int(card.grid(cfg, pt)),
+        grid = card.grid(cfg, pt)
+        rows.append({"point": ", ".join(f"{k}={v}" for k, v in pt.items()), "ctas": None if grid is None else int(grid),
                      "iterations": n, "ahead": ahead,
                      "prologue_share": round(min(1.0, ahead / n), 3) if n else None, "note": note})
     return rows
-
-
-def _compiled_reports(card: Any, spec: Any, cfgs: Iterable[Mapping[str, Any]]) -> list[PipelineReport] | None:
-    """The pipelining report of each config compiled for spec.arch (keep_ir); None when one
-    compile fails. Imports the compiler lazily."""
-    from .compile import compile_kernel
-    reps = []
-    for cfg in cfgs:
-        res = compile_kernel(card.kernel, card.signature(cfg), card.constexprs(cfg), arch=spec.arch,
-                             num_warps=int(cfg["num_warps"]), num_stages=int(cfg["num_stages"]), keep_ir=True)
-        if not res.ok:
-            return None
-        reps.append(analyze(res))
-    return reps
-
-
-def compiled_prefetch(card: Any, spec: Any, base: Mapping[str, Any], cand: Mapping[str, Any]):
-    """premise.Prefetch for a num_stages change, from compiling both configs for spec.arch
-    (keep_ir); None when either compile fails."""
-    from .premise import Prefetch
-    reps = _compiled_reports(card, spec, (base, cand))
-    return None if reps is None else Prefetch(*prefetch_change(reps[0], reps[1]))
-
-def compiled_operand_reads(card: Any, spec: Any, base: Mapping[str, Any], cand: Mapping[str, Any]):
-    """premise.OperandReads of baseline and candidate (main loop, compiled for spec.arch with
-    keep_ir); None when a compile fails or a main loop has no dot."""
-    from .premise import OperandReads
-    loops = [rep.main for rep in _compiled_reports(card, spec, (base, cand)) or ()]
-    if len(loops) != 2 or any(lp is None or not lp.dots for lp in loops):
-        return None
-    loaded = sum(ld.slot_bytes for ld in loops[0].loads)
-    return OperandReads(loops[0].shared_read_bytes, loops[1].shared_read_bytes, loaded)

@@ -121,10 +121,11 @@ def occupancy_figure(spec: HardwareSpec | str, threads: int, regs: int, smem: in
 def heatmap_cells(card, spec: HardwareSpec, x: tuple[str, Sequence], y: tuple[str, Sequence],
                   fixed: Mapping[str, Any] | None = None, base: Mapping[str, Any] | None = None,
                   carveout: int | None = None) -> list[list[dict[str, Any]]]:
-    """cells[row][col] for y values (rows) x x values (cols): the config, its Prediction (None
-    when the card rejects it) and, then, the reason."""
-    from .model import predict
-    rows = []
+    """cells[row][col] for y values (rows) x x values (cols): the config, its Evidence
+    (occmodel.evidence: the card's model, or compiled for a kernel without one; None when
+    the kernel rejects the config) under "prediction", and the reason."""
+    from .evidence import gather
+    rows, valid = [], []
     for yv in y[1]:
         row = []
         for xv in x[1]:
@@ -134,9 +135,12 @@ def heatmap_cells(card, spec: HardwareSpec, x: tuple[str, Sequence], y: tuple[st
             except ConfigError as exc:
                 row.append({"asked": asked, "config": None, "prediction": None, "reason": str(exc)})
                 continue
-            pred = predict(card, spec, cfg, carveout)
-            row.append({"asked": asked, "config": cfg, "prediction": pred, "reason": pred.reason})
+            cell = {"asked": asked, "config": cfg, "prediction": None, "reason": ""}
+            row.append(cell)
+            valid.append(cell)
         rows.append(row)
+    for cell, ev in zip(valid, gather(card, spec, [c["config"] for c in valid], carveout=carveout)):
+        cell.update(prediction=ev, reason=ev.reason)
     return rows
 
 

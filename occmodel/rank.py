@@ -23,9 +23,11 @@ and one iteration of the c co-resident CTAs takes the slowest of (all times in s
     spill_s = n_spills x 4 B x 2 x threads x n x grid / BW_L2  (stores + reloads, compiled only)
     total   = kernel + secondary kernels + (1 + secondary kernels) x launch
 
-A card's secondary kernels (``secondary_kernels(cfg, point)``, e.g. decode's split-KV
+A kernel's secondary kernels (``secondary_kernels(cfg, point)``, e.g. decode's split-KV
 combine) are costed by the same step with their own grid, iterations and bytes; a loop
 that reads what the main kernel just wrote waits the L2 latency per unpipelined iteration.
+The workload facts (grid, loop iterations, bytes moved, flops) come from the kernel's
+hooks (a card, or a bare kernel's launcher); rank names no kernel.
 
 Constants come from a :class:`~occmodel.calibrate.Calibration` (measured, or the spec's
 datasheet with stated defaults). Every term is in the :class:`Estimate`, so a wrong
@@ -40,9 +42,8 @@ from dataclasses import asdict, dataclass
 from typing import Any, Mapping, Sequence
 
 from .calibrate import Calibration
-from .card import Config, KernelCard
-from .model import predict
-from .occupancy import occupancy
+from .card import Config, KernelCard, Secondary
+from .errors import ConfigError
 from .spec import HardwareSpec
 
 BOUNDS = ("latency", "dram", "l2", "shared", "tensor")
@@ -60,19 +61,6 @@ class Resources:
     source: str              # "model" | "compiled"
     shared_reads: int = 0    # dot-operand bytes read from shared memory per iteration (0: unknown)
     dot_flops: int = 0       # tensor FLOPs per iteration (0: use flops / (grid x n))
-
-
-@dataclass(frozen=True)
-class Secondary:
-    """A further kernel of the same launch, costed by the same step (see the module doc)."""
-
-    name: str
-    grid: int
-    iterations: int
-    tile_bytes: int          # bytes per iteration per CTA
-    dram_bytes: int = 0      # of which from DRAM (0: L2-resident, just written)
-    ahead: int = 0           # its loop's pipelining (0: plain loads)
-    blocks_per_sm: int = 8   # an assumption for small helper kernels (their grids are about one wave)
 
 
 @dataclass(frozen=True)
@@ -113,51 +101,50 @@ class Estimate:
 
 
 # ------------------------------------------------------------- resources
-def loop_tile_bytes(card: KernelCard, cfg: Config, point: Mapping[str, Any]) -> int:
-    """Bytes one CTA loads per main-loop iteration: the card's `loop_tile_bytes` if it has
-    one, the built-in cards' tiles, else bytes_moved / (grid x iterations)."""
-    hook = getattr(card, "loop_tile_bytes", None)
-    if callable(hook):
-        return int(hook(cfg))
-    e = 2 if cfg.get("dtype") in ("fp16", "bf16") else 4
-    if card.name.startswith("decode_attention"):
-        return cfg["BLOCK_T"] * (cfg["D_LATENT"] + cfg["D_ROPE"]) * e
-    if card.name == "matmul":
-        return (cfg["BLOCK_M"] + cfg["BLOCK_N"]) * cfg["BLOCK_K"] * e
-    n = max(1, card.loop_iterations(cfg, point)) * max(1, card.grid(cfg, point))
-    return max(1, card.bytes_moved(cfg, point) // n)
+WORKLOAD_HOOKS = ("grid", "loop_iterations", "bytes_moved", "flops")
 
 
-def model_resources(card: KernelCard, spec: HardwareSpec, cfg: Config, point: Mapping[str, Any]) -> Resources:
-    """Resident CTAs from the card's model; tiles ahead num_stages - 1 (0 unpipelined);
-    shared-memory operand reads unknown (0)."""
-    p = predict(card, spec, cfg)
-    return Resources(p.occupancy.blocks_per_sm, p.threads, loop_tile_bytes(card, cfg, point),
-                     max(int(cfg["num_stages"]) - 1, 0), 0, "model")
+def workload(kernel: KernelCard, cfg: Config, point: Mapping[str, Any]) -> tuple[int, int, float, float]:
+    """(grid, loop iterations per CTA, bytes moved, flops) of one launch; ConfigError naming
+    the hooks the kernel (its card, or a bare kernel's launcher) does not provide."""
+    values = {h: getattr(kernel, h)(cfg, point) for h in WORKLOAD_HOOKS}
+    missing = [h for h, v in values.items() if v is None]
+    if missing:
+        raise ConfigError(f"rank needs {', '.join(missing)} of {kernel.name} at {dict(point)}: give the launcher "
+                          f"{' and '.join(f'{h}(cfg, point)' if h in ('grid', 'loop_iterations') else f'{h}(point)' for h in missing)}")
+    return (max(1, int(values["grid"])), max(1, int(values["loop_iterations"])), float(values["bytes_moved"]),
+            float(values["flops"]))
 
 
-def compiled_resources(card: KernelCard, spec: HardwareSpec, cfg: Config, point: Mapping[str, Any],
-                       res: Any) -> Resources:
-    """From a CompileResult (keep_ir=True for the TTGIR): occupancy of its real n_regs /
-    total_shared, its n_spills, and the main loop's pipelined slot bytes, depth, dot
-    operand reads and dot flops."""
-    if res is None or not res.ok:
-        return model_resources(card, spec, cfg, point)
+def loop_tile_bytes(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], pipeline: Any = None) -> int:
+    """Bytes one CTA loads per main-loop iteration: the compiled main loop's pipelined slots,
+    else the kernel's own `loop_tile_bytes`, else bytes_moved / (grid x iterations)."""
+    main = pipeline.main if pipeline is not None else None
+    piped = sum(ld.slot_bytes for ld in (main.loads if main else ()) if ld.pipelined)
+    if piped:
+        return piped
+    own = kernel.loop_tile_bytes(cfg)
+    if own is not None:
+        return int(own)
+    grid, n, nbytes, _ = workload(kernel, cfg, point)
+    return max(1, int(nbytes) // (grid * n))
+
+
+def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any) -> Resources:
+    """Resources from a config's Evidence (occmodel.evidence): resident CTAs; compiled: n_spills
+    and, from the TTGIR, the main loop's ring depth, slot bytes, dot operand reads and dot flops.
+    From a model: tiles ahead num_stages - 1 (0 unpipelined), operand reads unknown (0)."""
     threads = 32 * int(cfg["num_warps"])
-    occ = occupancy(spec, threads, res.n_regs, res.total_shared, with_headroom=False)
-    tile, ahead = loop_tile_bytes(card, cfg, point), max(int(cfg["num_stages"]) - 1, 0)
-    reads = flops = 0
-    if getattr(res, "ttgir", None):
-        from .pipeline import analyze
-        rep = analyze(res)
-        main = rep.main
-        piped = [ld for ld in (main.loads if main else ()) if ld.pipelined]
+    blocks = ev.blocks_per_sm or 0
+    ahead, reads, flops = max(int(cfg["num_stages"]) - 1, 0), 0, 0
+    rep = getattr(ev, "pipeline", None)
+    if rep is not None:
         ahead = rep.ahead
-        if piped:
-            tile = sum(ld.slot_bytes for ld in piped) or tile
-        if main is not None:
-            reads, flops = main.shared_read_bytes, main.dot_flops
-    return Resources(occ.blocks_per_sm, threads, tile, ahead, int(res.n_spills or 0), "compiled", reads, flops)
+        if rep.main is not None:
+            reads, flops = rep.main.shared_read_bytes, rep.main.dot_flops
+    source = "compiled" if ev.source == "compiled" else "model"
+    return Resources(blocks, threads, loop_tile_bytes(kernel, cfg, point, rep), ahead, int(ev.spills or 0), source,
+                     reads, flops)
 
 
 # ------------------------------------------------------------------ model
@@ -215,11 +202,8 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
     """The estimate and its terms (see the module docstring for the formula)."""
     point = dict(point)
     r = rates(cal, peak_flops)
-    grid = max(1, int(card.grid(cfg, point)))
-    n = max(1, int(card.loop_iterations(cfg, point)))
-    nbytes, flops = float(card.bytes_moved(cfg, point)), float(card.flops(cfg, point))
-    hook = getattr(card, "secondary_kernels", None)
-    extra = list(hook(cfg, point)) if callable(hook) else []
+    grid, n, nbytes, flops = workload(card, cfg, point)
+    extra = list(card.secondary_kernels(cfg, point))
     launch_s = (1 + len(extra)) * cal.launch_us * 1e-6
     B = res.blocks_per_sm
     k = min(res.ahead, n)
@@ -254,19 +238,12 @@ def peak_flops(spec: HardwareSpec, product: str | None = None) -> float:
 
 
 def estimate_many(card: KernelCard, spec: HardwareSpec, cal: Calibration, cfgs: Sequence[Config],
-                  points: Sequence[Mapping[str, Any]], compiled: Sequence[Any] | None = None,
+                  points: Sequence[Mapping[str, Any]], evidence: Sequence[Any],
                   product: str | None = None) -> list[list[Estimate]]:
-    """estimates[i][j] for config i at point j; `compiled[i]` a CompileResult or None."""
+    """estimates[i][j] for config i at point j from `evidence[i]` (occmodel.evidence.Evidence)."""
     peak = peak_flops(spec, product)
-    out = []
-    for i, cfg in enumerate(cfgs):
-        row = []
-        for pt in points:
-            r = (compiled_resources(card, spec, cfg, pt, compiled[i]) if compiled is not None
-                 else model_resources(card, spec, cfg, pt))
-            row.append(estimate(card, cal, cfg, pt, r, peak))
-        out.append(row)
-    return out
+    return [[estimate(card, cal, cfg, pt, resources(card, cfg, pt, evidence[i]), peak) for pt in points]
+            for i, cfg in enumerate(cfgs)]
 
 
 # ---------------------------------------------------------------- ranking

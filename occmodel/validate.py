@@ -1,10 +1,12 @@
 """Validate premises on a GPU: baseline vs candidates at workload points.
 
 Order of work, per DESIGN.md's verdicts:
-1. static: predicted (model) and compiled (real Triton compile for the spec's
-   arch) occupancy of each config -> does the premise's mechanism happen?
+1. static: the evidence of each config (occmodel.evidence: the card's model
+   and one real compile for the spec's arch, which also gives the TTGIR) ->
+   does the premise's mechanism happen?
 2. correctness gate: each config's output against the torch reference on fresh
-   random inputs; a wrong kernel is never timed;
+   random inputs; a wrong kernel is never timed (a kernel without a reference
+   is timed and the report says "timed without a correctness check");
 3. timing: rounds of A B A' C ... interleaved (baseline twice per round for
    the A/A band), each sample one CUDA-graph replay after an L2 flush;
 4. verdicts: stats.compare per point, stats.overall per candidate.
@@ -17,11 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from . import evidence as E
 from .card import Config, KernelCard
 from .errors import NoGPUError
-from .model import predict
-from .occupancy import occupancy
-from .premise import DOES_NOT_FIT, MECHANISM_FAILS, StaticPremise, static_premise
+from .premise import DOES_NOT_FIT, MECHANISM_FAILS, StaticPremise
 from .spec import HardwareSpec
 from .stats import Outcome, compare, overall
 
@@ -33,10 +34,15 @@ COMPILE_S_PER_CONFIG = 4.0
 class StaticRow:
     name: str                      # "baseline" or the candidate's lever
     config: Config
-    predicted_shared: int
-    predicted_regs: int
-    predicted_warps_per_sm: int
-    compiled: dict[str, Any] | None = None     # shared, n_regs, n_spills, warps_per_sm, status
+    model: E.Evidence | None = None        # the card's hand model (None: the kernel has none)
+    compiled: E.Evidence | None = None     # a real compile for the spec's arch (None: --no-compile)
+
+    @property
+    def best(self) -> E.Evidence | None:
+        """The compiled evidence when it compiled, else the model's."""
+        if self.compiled is not None and self.compiled.ok:
+            return self.compiled
+        return self.model if self.model is not None else self.compiled
 
 
 @dataclass
@@ -79,35 +85,15 @@ def name_of(base: Config, cand: Config) -> str:
 
 def plan(card: KernelCard, spec: HardwareSpec, baseline: Config, candidates: list[Config],
          points: list[Mapping[str, Any]], rounds: int, compiled: bool = True) -> Plan:
-    """Static analysis and the device-time estimate; compiles for spec.arch if `compiled`."""
-    rows, premises = [], []
+    """Static analysis and the device-time estimate; compiles each config for spec.arch
+    once if `compiled` (a kernel without a hand model is always compiled)."""
     configs = [("baseline", baseline)] + [(name_of(baseline, c), c) for c in candidates]
-    for name, cfg in configs:
-        p = predict(card, spec, cfg)
-        row = StaticRow(name, cfg, p.shared, p.regs_estimate, p.occupancy.warps_per_sm)
-        if compiled:
-            row.compiled = compiled_occupancy(card, spec, cfg)
-        rows.append(row)
-    base_row = rows[0]
-    for row in rows[1:]:
-        source = "predicted"
-        bw, cw = base_row.predicted_warps_per_sm, row.predicted_warps_per_sm
-        bs, cs = base_row.predicted_shared, row.predicted_shared
-        if all(r.compiled and r.compiled["status"] == "ok" for r in (base_row, row)):
-            source = "compiled"
-            bw, cw = base_row.compiled["warps_per_sm"], row.compiled["warps_per_sm"]
-            bs, cs = base_row.compiled["shared"], row.compiled["shared"]
-        prefetch = operands = None
-        changed = {k for k in row.config if row.config[k] != baseline.get(k)}
-        if compiled and changed == {"num_stages"}:
-            from .pipeline import compiled_prefetch      # the TTGIR says which loads got deeper rings
-            prefetch = compiled_prefetch(card, spec, baseline, row.config)
-        if compiled and changed == {"num_warps"}:
-            from .pipeline import compiled_operand_reads  # the TTGIR's dot layouts: operand reads per warp
-            operands = compiled_operand_reads(card, spec, baseline, row.config)
-        premises.append(static_premise(baseline, row.config, base_warps=bw, cand_warps=cw, base_shared=bs,
-                                       cand_shared=cs, cand_fits=cw > 0, source=source, prefetch=prefetch,
-                                       operands=operands))
+    cfgs = [c for _, c in configs]
+    has_model = all(card.has_model(spec.compute_capability, c) for c in cfgs)
+    model = E.modelled(card, spec, cfgs) if has_model else [None] * len(cfgs)
+    comp = E.compiled(card, spec, cfgs) if compiled or not has_model else [None] * len(cfgs)
+    rows = [StaticRow(name, cfg, m, c) for (name, cfg), m, c in zip(configs, model, comp)]
+    premises = [E.judge(rows[0].best, row.best) for row in rows[1:]]
     n_cfg = len(configs)
     est = 0.0
     for point in points:
@@ -118,23 +104,11 @@ def plan(card: KernelCard, spec: HardwareSpec, baseline: Config, candidates: lis
 
 
 def estimate_launch_s(card: KernelCard, spec: HardwareSpec, cfg: Config, point: Mapping[str, Any]) -> float:
-    """Roofline lower bound of one launch from the spec's first product (a planning figure)."""
+    """Roofline lower bound of one launch from the spec's first product (a planning figure;
+    0 when the kernel states neither bytes moved nor flops)."""
     prod = spec.product()
-    return max(card.bytes_moved(cfg, point) / (prod.memory_bandwidth_gbs * 1e9),
-               card.flops(cfg, point) / (prod.fp16_tensor_tflops * 1e12))
-
-
-def compiled_occupancy(card: KernelCard, spec: HardwareSpec, cfg: Config) -> dict[str, Any]:
-    from .compile import compile_kernel
-    res = compile_kernel(card.kernel, signature=card.signature(cfg), constexprs=card.constexprs(cfg),
-                         arch=spec.arch, num_warps=cfg["num_warps"], num_stages=cfg["num_stages"])
-    out = {"status": res.status, "message": res.message,
-           "versions": f"triton {res.triton_version}, ptxas {res.ptxas_version}"}
-    if res.status == "ok":
-        occ = occupancy(spec, 32 * cfg["num_warps"], res.n_regs, res.total_shared, with_headroom=False)
-        out.update(shared=res.total_shared, n_regs=res.n_regs, n_spills=res.n_spills,
-                   blocks_per_sm=occ.blocks_per_sm, warps_per_sm=occ.warps_per_sm)
-    return out
+    nbytes, flops = card.bytes_moved(cfg, point), card.flops(cfg, point)
+    return max((nbytes or 0) / (prod.memory_bandwidth_gbs * 1e9), (flops or 0) / (prod.fp16_tensor_tflops * 1e12))
 
 
 def require_gpu() -> None:
@@ -164,7 +138,7 @@ def run(p: Plan, seed: int = 0, progress=print) -> Result:
     configs = {"baseline": base} | {name_of(base, c): c for c in p.candidates}
     results = []
     for point in p.points:
-        pr = PointResult(point=point, base_bytes=p.card.bytes_moved(base, point))
+        pr = PointResult(point=point, base_bytes=p.card.bytes_moved(base, point) or 0)
         progress(f"point {point}: correctness")
         for name, cfg in configs.items():
             c = gpu.check_correct(p.card, cfg, point, seed=seed)
@@ -192,9 +166,9 @@ def run(p: Plan, seed: int = 0, progress=print) -> Result:
                 pr.outcomes[name] = compare(samples["baseline"], samples["baseline'"], samples[name], seed=seed)
         t_base = sorted(samples["baseline"])[len(samples["baseline"]) // 2]
         pr.base_throughput = p.card.work_units(point) / t_base
-        ref_fn = getattr(p.card, "torch_baseline", None)
-        if ref_fn is not None:
-            bench = gpu.Bench(lambda s: ref_fn(s), shared_sets[_problem_key(p.card, base)], flush_bytes=2 * l2)
+        if p.card.has_torch_baseline():
+            bench = gpu.Bench(lambda s: p.card.torch_baseline(s), shared_sets[_problem_key(p.card, base)],
+                              flush_bytes=2 * l2)
             pr.torch_ref_s = sorted(bench.sample() for _ in range(5))[2]
         results.append(pr)
         del benches, shared_sets

@@ -152,7 +152,7 @@ def measure(card, cfgs: list[dict], ok: list[bool], points: list[dict], samples:
 # ------------------------------------------------------------------ one kernel
 def run_kernel(kernel: str, spec, product: str | None, cals: dict[str, C.Calibration], samples: int,
                workers: int, l2: int, log, heldout: bool = True) -> dict[str, Any]:
-    from occmodel.commands.compiled_columns import actual, compile_configs
+    from occmodel import evidence as E
     card = load_card(kernel)
     cfgs = decode_configs(card) if kernel == "decode_attention" else matmul_configs(card)
     dev, held = ((DECODE_POINTS, DECODE_HELDOUT) if kernel == "decode_attention" else (MATMUL_POINTS, MATMUL_HELDOUT))
@@ -160,11 +160,11 @@ def run_kernel(kernel: str, spec, product: str | None, cals: dict[str, C.Calibra
     sets = ["development"] * len(dev) + ["held-out"] * (len(points) - len(dev))
     keys = [k for k in cfgs[0] if len({c[k] for c in cfgs}) > 1]
     t0 = time.time()
-    compiled = compile_configs(card, spec, cfgs, keep_ir=True, progress=False)
-    acts = [actual(spec, r, int(c["num_warps"])) for r, c in zip(compiled, cfgs)]
-    ok = [r.ok and (a["blocks_per_sm"] or 0) > 0 for r, a in zip(compiled, acts)]
+    evs = E.compiled(card, spec, cfgs, progress=False)
+    compiled = [ev.result for ev in evs]
+    ok = [ev.fits for ev in evs]
     log(f"{kernel}: {len(cfgs)} configs compiled for {spec.arch} in {time.time() - t0:.1f} s; {sum(ok)} fit")
-    estimates = {name: R.estimate_many(card, spec, cal, cfgs, points, compiled, product) for name, cal in cals.items()}
+    estimates = {name: R.estimate_many(card, spec, cal, cfgs, points, evs, product) for name, cal in cals.items()}
     # the seed's levers, ranked before anything is timed
     seed = {}
     if kernel == "decode_attention":
@@ -185,16 +185,16 @@ def run_kernel(kernel: str, spec, product: str | None, cals: dict[str, C.Calibra
             entry["by_calibration"][name] = summarize(meas, [est[i][j].total_s for i in range(len(cfgs))])
         per_point.append(entry)
     fitted = fit_latency(card, spec, product, cals["measured" if "measured" in cals else "datasheet"],
-                         cfgs, points, compiled, times)
+                         cfgs, points, evs, times)
     if seed:
         for s in seed.values():
             s["measured_us"] = [None if t is None else round(t * 1e6, 2) for t in times[s["index"]]]
     rows = []
     for i, cfg in enumerate(cfgs):
-        res = R.compiled_resources(card, spec, cfg, points[0], compiled[i])
+        res = R.resources(card, cfg, points[0], evs[i])
         rows.append({"config": label(cfg, keys), "resources": dataclasses.asdict(res),
-                     "compile": compiled[i].status, "blocks_per_sm": acts[i]["blocks_per_sm"],
-                     "n_regs": compiled[i].n_regs, "n_spills": compiled[i].n_spills, "shared": acts[i]["shared"],
+                     "compile": compiled[i].status, "blocks_per_sm": evs[i].blocks_per_sm,
+                     "n_regs": compiled[i].n_regs, "n_spills": compiled[i].n_spills, "shared": evs[i].shared,
                      "measured_us": [None if t is None else round(t * 1e6, 3) for t in times[i]],
                      "errors": errors[i],
                      "estimates": {n: [_finite_dict(est[i][j].as_dict()) for j in range(len(points))]
@@ -203,11 +203,11 @@ def run_kernel(kernel: str, spec, product: str | None, cals: dict[str, C.Calibra
             "fitted_latency": fitted, "configs": rows, "n_measured": sum(any(t is not None for t in r) for r in times)}
 
 
-def fit_latency(card, spec, product, cal, cfgs, points, compiled, times) -> dict[str, Any]:
+def fit_latency(card, spec, product, cal, cfgs, points, evs, times) -> dict[str, Any]:
     """In-sample: the latency on LATENCY_GRID_NS with the best mean Spearman over the points."""
     best = None
     for lat in LATENCY_GRID_NS:
-        est = R.estimate_many(card, spec, with_latency(cal, lat), cfgs, points, compiled, product)
+        est = R.estimate_many(card, spec, with_latency(cal, lat), cfgs, points, evs, product)
         rhos = [summarize([times[i][j] for i in range(len(cfgs))], [est[i][j].total_s for i in range(len(cfgs))])
                 for j in range(len(points))]
         vals = [r["spearman"] for r in rhos if r["spearman"] is not None]

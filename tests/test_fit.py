@@ -94,7 +94,7 @@ def test_fit_cli_on_a_gemm(env):
 
 
 def test_fit_rejects_a_card_and_an_empty_sweep(env):
-    for args, fragment in ((["--kernel", "decode_attention"], "is a kernel card"),
+    for args, fragment in ((["--kernel", "decode_attention"], "nothing to fit"),
                            (["--kernel", f"{TESTS / 'kernels_for_tests.py'}:add_kernel", "--signature",
                              "*fp16:16,*fp16:16,*fp16:16,i32", "-D", "BLOCK=64"], "nothing to fit")):
         proc = subprocess.run([sys.executable, "-m", "occmodel", "fit", *args], capture_output=True, text=True,

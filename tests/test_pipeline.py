@@ -87,10 +87,12 @@ def test_num_stages_premise_decided_by_pipelining():
     prem = static_premise(base, cand, base_warps=8, cand_warps=8, base_shared=37376, cand_shared=37504,
                           cand_fits=True, source="compiled", prefetch=Prefetch(deeper, why))
     assert prem.mechanism == MECHANISM_FAILS and "refuted before any timing" in prem.why and "k_lat" in prem.why
-    # the one-call form a planner uses before any GPU time
+    # the one-call form a planner uses before any GPU time: the compiled evidence decides
+    from occmodel import evidence as E
     spec = load_spec("sm_120")
-    assert P.compiled_prefetch(NP.CARD, spec, base, cand).deeper is False
-    assert P.compiled_prefetch(DA.CARD, spec, base, cand).deeper is True
+    for card, expected in ((NP.CARD, MECHANISM_FAILS), (DA.CARD, MECHANISM_HOLDS)):
+        evs = E.compiled(card, spec, [card.resolve(base), card.resolve(cand)])
+        assert E.judge(*evs).mechanism == expected
 
 
 def test_loop_iterations_against_depth():

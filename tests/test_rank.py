@@ -163,7 +163,9 @@ def test_builtin_cards_give_finite_estimates():
     cal = calibrate.datasheet(spec, "H200")
     card = load_card("decode_attention")
     cfgs = [card.resolve(), card.resolve({"num_warps": 8}), card.resolve({"num_stages": 3})]
-    est = R.estimate_many(card, spec, cal, cfgs, [card.resolve_point({"C": 64})], product="H200")
+    from occmodel import evidence as E
+    est = R.estimate_many(card, spec, cal, cfgs, [card.resolve_point({"C": 64})], E.modelled(card, spec, cfgs),
+                          product="H200")
     # decode tile: BLOCK_T 16 x 576 x 2 B = 18,432 B; two kernels launched (split + combine)
     assert est[0][0].launch_s == pytest.approx(2 * cal.launch_us * 1e-6)
     assert est[0][0].secondary_s > 0

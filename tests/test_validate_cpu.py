@@ -57,9 +57,9 @@ def test_plan_for_a_users_card_file():
     card = load_card(USER_CARD)
     base = card.resolve()
     p = plan(card, load_spec("sm_90"), base, [card.resolve({"num_warps": 8})], [card.resolve_point({})], rounds=15)
-    assert p.static[0].compiled["status"] == "ok"
+    assert p.static[0].compiled.status == "ok" and p.static[0].compiled.source == "compiled"
     # the user's model of shared memory (4 B per warp for the reductions) matches the compile
-    assert [r.predicted_shared for r in p.static] == [r.compiled["shared"] for r in p.static] == [16, 32]
+    assert [r.model.shared for r in p.static] == [r.compiled.shared for r in p.static] == [16, 32]
     assert p.premises[0].mechanism == MECHANISM_FAILS           # already 64 warps/SM: nothing to raise
 
 

@@ -16,12 +16,13 @@ import argparse
 import itertools
 import statistics
 
+from .. import evidence as E
 from ..card import KernelCard
+from ..configs import plain, swept_names
 from ..errors import ConfigError
 from ..report import Report, Section
 from ..spec import load_spec
 from . import _configs
-from .compiled_columns import actual, compile_configs, model_values
 
 DEFAULT_WARPS, DEFAULT_STAGES = (2, 4, 8), (1, 2, 3, 4)
 
@@ -44,8 +45,9 @@ def configs(card: KernelCard, args) -> list[dict]:
     base = _configs.baseline(card, args)
     if args.warps or args.stages or args.defines:
         return [cfg for _, cfg, _ in _configs.sweep(card, base, args) if cfg is not None]
-    if hasattr(card, "sweep"):
-        return list(card.sweep())
+    own = card.sweep()
+    if len(own) > 1:
+        return own
     axes = {p.name: list(p.choices) for p in card.params if p.tunable and p.choices}
     axes.update(num_warps=list(DEFAULT_WARPS), num_stages=list(DEFAULT_STAGES))
     out = []
@@ -63,26 +65,27 @@ def _pct(k: int, n: int) -> str:
 
 def run(args) -> Report:
     spec = load_spec(args.spec)
-    card = _configs.load_kernel_arg(args.kernel)
-    if not isinstance(card, KernelCard):
-        raise ConfigError(f"accuracy needs a kernel card; {args.kernel!r} is a bare kernel "
-                          "(use `occmodel fit` to model it)")
+    card = _configs.kernel(args)
     carveout = _configs.check_carveout(args.carveout)
+    if card.kind != "card" or not card.has_model(spec.compute_capability, _configs.baseline(card, args)):
+        raise ConfigError(f"{card.name} has no hand model to check (it is a {card.kind}); `occmodel fit` derives "
+                          "a model from a few compiles and reports its error on the configs it did not compile")
     cfgs = configs(card, args)
     if not cfgs:
         raise ConfigError("the sweep is empty: every listed combination is invalid for the card")
-    swept = [k for k in cfgs[0] if len({c[k] for c in cfgs}) > 1]
-    preds = model_values(card, spec, cfgs, carveout)
-    results = compile_configs(card, spec, cfgs)
+    swept = swept_names(cfgs)
+    preds = E.modelled(card, spec, cfgs, carveout)
+    acts = E.compiled(card, spec, cfgs, carveout)
+    results = [a.result for a in acts]
     rows = []
-    for cfg, p, res in zip(cfgs, preds, results):
-        a = actual(spec, res, cfg["num_warps"], carveout)
-        est = p["regs_estimate"]
-        rows.append({**{k: cfg[k] for k in swept}, "shared_pred": p["shared"], "shared": a["shared"],
-                     "regs_est": est, "regs_pred": None if est is None else min(est, 255), "regs": a["n_regs"],
-                     "spill_pred": None if est is None else est > 255, "spills": a["n_spills"],
-                     "blocks_pred": p["blocks_per_sm"], "blocks": a["blocks_per_sm"],
-                     "limiter_pred": p["limiter"], "limiter": a["limiter"],
+    for cfg, p, a in zip(cfgs, preds, acts):
+        est = p.regs_estimate
+        res = a.result
+        rows.append({**{k: plain(cfg[k]) for k in swept}, "shared_pred": p.shared, "shared": a.shared,
+                     "regs_est": est, "regs_pred": None if est is None else min(est, 255), "regs": a.regs,
+                     "spill_pred": None if est is None else est > 255, "spills": a.spills,
+                     "blocks_pred": p.blocks_per_sm, "blocks": a.blocks_per_sm,
+                     "limiter_pred": p.limiter, "limiter": a.limiter,
                      "status": res.status, "message": res.message})
     ok = [r for r in rows if r["status"] == "ok"]
     metrics, summary = _metrics(ok, len(rows))

@@ -1,12 +1,12 @@
 """``occmodel compile``: what Triton and ptxas really produce for the spec's arch, no GPU.
 
 Two modes, told apart by what --kernel names:
-* a kernel card (default: decode_attention at its baseline): baseline and one
-  candidate compiled, actual vs predicted per field with the error, the premise
-  checked on the compiled numbers (and on the TTGIR's pipelining for a
-  num_stages change), and with --pipeline the pipelining report;
-* a bare ``@triton.jit`` function (file.py:fn or module:fn) with --signature:
-  one row per config of the -D / --warps / --stages product.
+* a kernel card with a hand model (default: decode_attention at its baseline):
+  baseline and one candidate compiled, actual vs predicted per field with the
+  error, the premise decided from the compiled evidence (occmodel.evidence), and
+  with --pipeline the pipelining report;
+* a bare ``@triton.jit`` function (file.py:fn or module:fn) with --signature or
+  --args: one row per config of the -D / --warps / --stages product.
 A failing compile is a row with its status (exit 0); bad input exits 2.
 """
 
@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import argparse
 
+from .. import evidence as E
 from .. import pipeline as P
-from ..card import KernelCard
+from ..configs import plain, swept_names
 from ..errors import ConfigError
-from ..premise import Prefetch, static_premise
 from ..report import Report, Section
 from ..spec import load_spec
 from . import _configs
-from .compiled_columns import actual, compile_configs, compile_jobs, model_values
 
 
 def add_parser(subs, common) -> None:
@@ -36,11 +35,9 @@ def add_parser(subs, common) -> None:
                "  occmodel compile --warps 8 --stages 3               # decode_attention on sm_120\n"
                "  occmodel compile --stages 3 --pipeline --spec sm_90  # which loads are pipelined, how deep\n"
                "  occmodel compile --kernel my.py:add_kernel --signature '*fp16:16,*fp16:16,*fp16:16,i32' \\\n"
-               "      -D BLOCK=1024,2048 --warps 4,8 --stages 2,3")
+               "      -D BLOCK=1024,2048 --warps 4,8 --stages 2,3\n"
+               "  occmodel compile --kernel my.py:add_kernel --args my.py:example_args -D BLOCK=1024 --pipeline")
     _configs.add_config_args(p, sweep=True)
-    p.add_argument("--signature", default=None, metavar="TYPES",
-                   help="bare kernels: Triton AOT types of the runtime parameters, positional "
-                        "('*fp16:16,*fp16:16,i32') or NAME=TYPE pairs; ':16' divisible by 16, ':1' equal to 1")
     p.add_argument("--pipeline", action="store_true",
                    help="add the pipelining report: which loads of the main loop Triton pipelined, how many "
                         "buffers deep, and loop iterations per CTA against that depth")
@@ -49,15 +46,11 @@ def add_parser(subs, common) -> None:
 
 def run(args) -> Report:
     spec = load_spec(args.spec)
-    target = _configs.load_kernel_arg(args.kernel)
+    card = _configs.kernel(args)
     carveout = _configs.check_carveout(args.carveout)
-    if isinstance(target, KernelCard):
-        if args.signature is not None:
-            raise ConfigError("--signature is for bare @triton.jit kernels; a card states its own signature")
-        return _card(args, spec, target, carveout)
-    if args.baseline is not None:
-        raise ConfigError("--baseline needs a kernel card; for a bare kernel list configs with -D/--warps/--stages")
-    return _bare(args, spec, target, carveout)
+    if card.kind == "card" and card.has_model(spec.compute_capability, _configs.baseline(card, args)):
+        return _card(args, spec, card, carveout)
+    return _sweep(args, spec, card, carveout)
 
 
 # ------------------------------------------------------------------ cards
@@ -84,29 +77,29 @@ def _card(args, spec, card, carveout) -> Report:
     args.warps, args.stages = _one(args.warps, "--warps"), _one(args.stages, "--stages")
     base_cfg = _configs.baseline(card, args)
     cand_cfg = _configs.candidate(card, base_cfg, args)
-    stages_only = {k for k in cand_cfg if cand_cfg[k] != base_cfg[k]} == {"num_stages"}
-    keep_ir = args.pipeline or stages_only
-    results = compile_configs(card, spec, [base_cfg, cand_cfg], keep_ir=keep_ir)
-    preds = model_values(card, spec, [base_cfg, cand_cfg], carveout)
-    acts = [actual(spec, r, c["num_warps"], carveout) for r, c in zip(results, (base_cfg, cand_cfg))]
-    fields = [("shared memory per block, static + dynamic (B)", "shared", "shared", False),
-              ("registers per thread", "regs_estimate", "n_regs", True),
-              ("spills (n_spills = local bytes / 4)", None, "n_spills", False),
-              ("resident blocks per SM", "blocks_per_sm", "blocks_per_sm", False),
-              ("resident warps per SM", "warps_per_sm", "warps_per_sm", False),
-              ("occupancy", "occupancy", "occupancy", False),
-              ("binding limit", "limiter", "limiter", False)]
+    cfgs = [base_cfg, cand_cfg]
+    acts = E.compiled(card, spec, cfgs, carveout)
+    preds = E.modelled(card, spec, cfgs, carveout)
+    results = [a.result for a in acts]
+    fields = [("shared memory per block, static + dynamic (B)", "shared", False),
+              ("registers per thread", "regs", True),
+              ("spills (n_spills = local bytes / 4)", None, False),
+              ("resident blocks per SM", "blocks_per_sm", False),
+              ("resident warps per SM", "warps_per_sm", False),
+              ("occupancy", "occupancy", False),
+              ("binding limit", "limiter", False)]
     rows = []
-    for label, pkey, akey, rel in fields:
+    for label, key, rel in fields:
         row = {"metric": label}
         for who, p, a in (("base", preds[0], acts[0]), ("cand", preds[1], acts[1])):
-            if pkey is None:                     # spills: predicted = the estimate exceeds 255
-                est = p["regs_estimate"]
-                pv = None if est is None else ("yes" if est > 255 else "no")
-                av = None if a["n_spills"] is None else a["n_spills"]
-                err = None if pv is None or av is None else ("hit" if (pv == "yes") == (av > 0) else "miss")
+            if key is None:                     # spills: predicted = the estimate exceeds 255
+                pv = "yes" if p.spills_predicted else "no"
+                av = a.spills
+                err = None if av is None else ("hit" if (pv == "yes") == (av > 0) else "miss")
             else:
-                pv, av = p[pkey], a[akey]
+                pv, av = _value(p, key), _value(a, key)
+                if key == "regs":
+                    pv = p.regs_estimate
                 err = _err(pv, av, rel)
             row.update({f"{who}_pred": pv, f"{who}_actual": av, f"{who}_error": err})
         rows.append(row)
@@ -118,10 +111,9 @@ def _card(args, spec, card, carveout) -> Report:
     sections = [Section(title, cols, rows, [
         "baseline: " + ", ".join(f"{k}={v}" for k, v in base_cfg.items()),
         "error = actual - predicted (relative to actual); spills are predicted when the register estimate exceeds 255"])]
-    reports = [P.analyze(r) if keep_ir and r.ok else None for r in results]
-    sections.append(_premise(base_cfg, cand_cfg, preds, acts, reports, stages_only))
+    sections.append(_premise(acts))
     if args.pipeline:
-        sections += _pipeline_sections(card, (base_cfg, cand_cfg), reports, results)
+        sections += _pipeline_sections(card, cfgs, [a.pipeline for a in acts])
     ok = [r for r in results if r.ok]
     assumptions = [
         f"triton {results[0].triton_version}, ptxas {ok[0].ptxas_version if ok else 'not run'}; target "
@@ -137,21 +129,18 @@ def _card(args, spec, card, carveout) -> Report:
                          "candidate": cand_cfg, "results": [r.as_dict() for r in results]})
 
 
+def _value(ev: E.Evidence, key: str):
+    if key == "occupancy":
+        return round(ev.occupancy.occupancy, 4) if ev.occupancy else None
+    return getattr(ev, key)
+
+
 def _status(res) -> str:
     return "ok" if res.ok else f"{res.status}: {res.message}"
 
 
-def _premise(base_cfg, cand_cfg, preds, acts, reports, stages_only) -> Section:
-    if all(a["status"] == "ok" for a in acts):
-        src, pick = "compiled", [(a["warps_per_sm"], a["shared"]) for a in acts]
-    else:
-        src, pick = "predicted", [(p["warps_per_sm"] or 0, p["shared"] or 0) for p in preds]
-    prefetch = None
-    if stages_only and all(reports):
-        prefetch = Prefetch(*P.prefetch_change(reports[0], reports[1]))
-    prem = static_premise(base_cfg, cand_cfg, base_warps=pick[0][0], cand_warps=pick[1][0],
-                          base_shared=pick[0][1], cand_shared=pick[1][1], cand_fits=pick[1][0] > 0,
-                          source=src, prefetch=prefetch)
+def _premise(acts) -> Section:
+    prem = E.judge(acts[0], acts[1])
     return Section("Premise this change would test", [("premise", "premise"), ("mechanism", "mechanism"),
                                                       ("why", "why")],
                    [{"premise": prem.claim, "mechanism": prem.mechanism,
@@ -159,98 +148,104 @@ def _premise(base_cfg, cand_cfg, preds, acts, reports, stages_only) -> Section:
 
 
 def _load_rows(who: str, rep) -> list[dict]:
-    main = rep.main if rep else None
+    """One row per load of every scf.for loop (the main loop marked)."""
     rows = []
-    for ld in (main.loads if main else ()):
-        notes = ["in an scf.if region"] if ld.in_branch else []
-        if ld.rings > 1:
-            notes.append(f"staged {ld.rings}x (once per consumer layout)")
-        rows.append({"config": who, "load": ld.name, "where": ld.where, "kind": ld.kind,
-                     "pipelined": ld.pipelined, "buffers": ld.buffers, "ahead": ld.ahead, "tile": ld.tile,
-                     "bytes": ld.slot_bytes, "note": "; ".join(notes)})
+    main = rep.main if rep else None
+    for i, lp in enumerate(rep.loops if rep else ()):
+        loop = f"{i}{' (main)' if lp is main else ''}" + (f" {lp.where}" if lp.where else "")
+        for ld in lp.loads:
+            notes = ["in an scf.if region"] if ld.in_branch else []
+            if ld.rings > 1:
+                notes.append(f"staged {ld.rings}x (once per consumer layout)")
+            rows.append({"config": who, "loop": loop, "load": ld.name, "where": ld.where, "kind": ld.kind,
+                         "pipelined": ld.pipelined, "buffers": ld.buffers, "ahead": ld.ahead, "tile": ld.tile,
+                         "bytes": ld.slot_bytes, "note": "; ".join(notes)})
+        if not lp.loads:
+            rows.append({"config": who, "loop": loop, "load": "-", "note": "no loads in this loop"})
     if not rows:
         rows.append({"config": who, "load": "-", "note": "no TTGIR (compile failed)" if rep is None
                      else "no scf.for loop in the kernel"})
     return rows
 
 
-def _pipeline_sections(card, cfgs, reports, results) -> list[Section]:
+def _pipeline_sections(card, cfgs, reports, names=("baseline", "candidate")) -> list[Section]:
     rows, notes = [], []
-    for who, rep, cfg in zip(("baseline", "candidate"), reports, cfgs):
+    for who, rep, cfg in zip(names, reports, cfgs):
         rows += _load_rows(f"{who} (S={cfg['num_stages']})", rep)
         if rep and rep.main:
             m = rep.main
             notes.append(f"{who}: main loop {m.where or '?'}; its async_wait leaves "
                          f"{'-' if m.wait_groups is None else m.wait_groups} of {m.groups_per_iteration} "
                          "copy groups per iteration in flight")
-    cols = [("config", "config"), ("load", "load"), ("where", "source"), ("kind", "kind"),
+    cols = [("config", "config"), ("loop", "loop"), ("load", "load"), ("where", "source"), ("kind", "kind"),
             ("buffers", "buffers"), ("ahead", "tiles ahead"), ("tile", "slot"), ("bytes", "slot bytes"),
             ("note", "note")]
-    out = [Section("Pipelining of the main loop (from the TTGIR)", cols, rows,
+    out = [Section("Pipelining of every loop (from the TTGIR)", cols, rows,
                    notes + ["buffers: depth of the shared-memory ring; tiles ahead = buffers - 1 can be in "
-                            "flight while one is consumed; plain: a tt.load Triton did not pipeline"])]
+                            "flight while one is consumed; plain: a tt.load Triton did not pipeline; main: the "
+                            "innermost loop with a dot, else the one with most loads"])]
     fill = []
-    for who, rep, cfg in zip(("baseline", "candidate"), reports, cfgs):
+    for who, rep, cfg in zip(names, reports, cfgs):
         if rep is None or not card.default_points:
             continue
-        try:
-            fill += [dict(r, config=who) for r in P.fill_rows(card, cfg, rep, card.default_points)]
-        except NotImplementedError:
-            return out
+        fill += [dict(r, config=who) for r in P.fill_rows(card, cfg, rep, card.default_points)]
     if fill:
-        out.append(Section("Loop iterations per CTA against the pipeline depth (the card's workload points)",
+        out.append(Section("Loop iterations per CTA against the pipeline depth (the kernel's workload points)",
                            [("config", "config"), ("point", "point"), ("ctas", "CTAs"),
                             ("iterations", "iterations/CTA"), ("ahead", "tiles ahead"),
                             ("prologue_share", "prologue share"), ("note", "note")], fill))
     return out
 
 
-# ------------------------------------------------------------ bare kernels
-def _bare(args, spec, fn, carveout) -> Report:
-    from ..compile_pool import CompileJob
-    swept, cfgs = _configs.kernel_sweep(args)
-    signature = _configs.signature_arg(args.signature)
-    jobs = [CompileJob(fn, signature=signature, arch=spec.arch, num_warps=c["num_warps"],
-                       num_stages=c["num_stages"], keep_ir=args.pipeline,
-                       constexprs={k: v for k, v in c.items() if k not in ("num_warps", "num_stages")})
-            for c in cfgs]
-    results = compile_jobs(jobs)
+# ------------------------------------------------------------ sweeps
+def _sweep(args, spec, card, carveout) -> Report:
+    base = _configs.baseline(card, args)
+    entries = _configs.sweep(card, base, args)
+    bad = [(asked, err) for asked, cfg, err in entries if cfg is None]
+    if bad:
+        raise ConfigError(bad[0][1])
+    cfgs = [cfg for _, cfg, _ in entries]
+    evs = E.compiled(card, spec, cfgs, carveout)
+    results = [ev.result for ev in evs]
+    swept = [k for k in (list(entries[0][0]) if entries else []) if k in cfgs[0]]
+    keys = swept or swept_names(cfgs)
     rows = []
-    for cfg, res in zip(cfgs, results):
-        a = actual(spec, res, cfg["num_warps"], carveout)
-        row = {k: _plain(cfg[k]) for k in cfg}
-        row.update(shared=a["shared"], static=a["static_shared"], regs=a["n_regs"], spills=a["n_spills"],
-                   blocks_per_sm=a["blocks_per_sm"], warps_per_sm=a["warps_per_sm"], occupancy=a["occupancy"],
-                   limiter=a["limiter"], status=res.status, message=res.message or a.get("reason", ""))
-        if args.pipeline and res.ok:
-            rep = P.analyze(res)
-            row["pipelined"] = "; ".join(f"{ld.name} ({ld.where}): {ld.kind}" + (
-                                         f" x{ld.buffers}" if ld.pipelined else "")
-                                         for ld in (rep.main.loads if rep.main else ())) or "no loop"
+    for cfg, ev in zip(cfgs, evs):
+        res = ev.result
+        row = {k: plain(cfg[k]) for k in keys}
+        row.update(shared=ev.shared, static=ev.static_shared, regs=ev.regs, spills=ev.spills,
+                   blocks_per_sm=ev.blocks_per_sm, warps_per_sm=ev.warps_per_sm,
+                   occupancy=round(ev.occupancy.occupancy, 4) if ev.occupancy else None,
+                   limiter=ev.limiter, status=res.status, message=res.message or ev.reason)
+        if args.pipeline and ev.pipeline is not None:
+            row["pipelined"] = "; ".join(
+                f"loop {i} ({lp.where or '?'}): " + (", ".join(
+                    f"{ld.name} {ld.kind}" + (f" x{ld.buffers}" if ld.pipelined else "") for ld in lp.loads)
+                    or "no loads")
+                for i, lp in enumerate(ev.pipeline.loops)) or "no loop"
         rows.append(row)
-    keys = list(cfgs[0])
     cols = [(k, k) for k in keys] + [
         ("shared", "shared (B)"), ("static", "of which static"), ("regs", "regs"), ("spills", "spills"),
         ("blocks_per_sm", "blocks/SM"), ("warps_per_sm", "warps/SM"), ("occupancy", "occupancy"),
         ("limiter", "limiter"), ("status", "status")] + (
-        [("pipelined", "main-loop loads")] if args.pipeline else []) + [("message", "message")]
+        [("pipelined", "loops: loads (ring depth)")] if args.pipeline else []) + [("message", "message")]
     ok = [r for r in results if r.ok]
-    fixed = [k for k in keys if k not in swept]
+    fixed = [k for k in cfgs[0] if k not in keys]
     assumptions = [
         f"triton {results[0].triton_version}, ptxas {ok[0].ptxas_version if ok else 'not run'}; target "
         f"{spec.arch} (spec {spec.name}); no GPU involved",
+        f"launch specialization: {card.specialization or 'as the card signature states'}",
         "signature used: " + ", ".join(f"{k}={v}" for k, v in results[0].signature.items()),
         "shared = static + dynamic shared memory of one block; occupancy from the cubin's registers and that; "
         f"carveout {'driver default' if carveout is None else f'{carveout}%'}"]
-    title = f"{fn.__name__} on {spec.name} (compiled for {spec.arch}): {len(rows)} config(s)"
-    notes = [f"fixed: {', '.join(f'{k}={_plain(cfgs[0][k])}' for k in fixed)}"] if fixed else []
+    title = f"{card.name} on {spec.name} (compiled for {spec.arch}): {len(rows)} config(s)"
+    notes = [f"fixed: {', '.join(f'{k}={plain(cfgs[0][k])}' for k in fixed)}"] if fixed else []
     failed = sum(not r.ok for r in results)
     if failed:
         notes.append(f"{failed} config(s) failed to compile: their status and message are in the row")
-    return Report("compile", [Section(title, cols, rows, notes)], assumptions,
-                  extra={"spec": spec.name, "arch": spec.arch, "kernel": fn.__name__,
+    sections = [Section(title, cols, rows, notes)]
+    if args.pipeline and len(cfgs) == 1 and evs[0].pipeline is not None:
+        sections += _pipeline_sections(card, cfgs[:1], [evs[0].pipeline], ("config",))
+    return Report("compile", sections, assumptions,
+                  extra={"spec": spec.name, "arch": spec.arch, "kernel": card.name, "source": E.COMPILED,
                          "results": [r.as_dict() for r in results]})
-
-
-def _plain(value):
-    return value if isinstance(value, (int, float, str, bool)) or value is None else str(value)

@@ -11,13 +11,14 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from ..card import KernelCard
+from .. import evidence as E
+from ..configs import swept_names
 from ..errors import ConfigError
 from ..fit import choose_sample, fit_expression
 from ..report import Report, Section
 from ..spec import load_spec
 from . import _configs
-from .compiled_columns import compile_jobs
+from ._args import assignments, define, int_list
 
 
 def add_parser(subs, common) -> None:
@@ -30,12 +31,14 @@ def add_parser(subs, common) -> None:
         epilog="example:\n"
                "  occmodel fit --kernel my_gemm.py:kernel --signature '*fp16:16,*fp16:16,*fp16:16,i32,i32,i32,"
                "i32:16,i32:16,i32:16' \\\n      -D BM=64 -D BN=64 -D BK=16,32,64 --warps 4,8 --stages 2,3,4,5")
-    p.add_argument("--kernel", required=True, help="path/to/file.py:fn or package.module:fn (a @triton.jit function)")
-    p.add_argument("--signature", default=None, metavar="TYPES", help="Triton AOT types of the runtime parameters")
-    p.add_argument("--warps", type=_configs.int_list, default=None, help="num_warps values (default 4)")
-    p.add_argument("--stages", type=_configs.int_list, default=None, help="num_stages values (default 3)")
-    p.add_argument("-D", dest="defines", type=_configs.define, action="append", default=[], metavar="NAME=V1,V2",
+    _configs.add_kernel_args(p, default=None)
+    p.add_argument("--baseline", type=assignments, default=None, metavar="NAME=V,...",
+                   help="values of the parameters not swept (default: the kernel's)")
+    p.add_argument("--warps", type=int_list, default=None, help="num_warps values (default 4)")
+    p.add_argument("--stages", type=int_list, default=None, help="num_stages values (default 3)")
+    p.add_argument("-D", dest="defines", type=define, action="append", default=[], metavar="NAME=V1,V2",
                    help="constexpr values; a comma list sweeps the parameter")
+    p.set_defaults(sweep_command=True)
     p.add_argument("--sample", type=float, default=0.35, metavar="FRACTION",
                    help="share of the configs compiled for the fit (default 0.35; at least 6 configs)")
     p.add_argument("--seed", type=int, default=0, help="seed of the sample choice (default 0)")
@@ -51,37 +54,35 @@ def _summary(errors: list[float], actuals: list[int]) -> dict:
 
 
 def run(args) -> Report:
-    from ..compile_pool import CompileJob
     spec = load_spec(args.spec)
-    fn = _configs.load_kernel_arg(args.kernel)
-    if isinstance(fn, KernelCard):
-        raise ConfigError(f"{args.kernel!r} is a kernel card: it has a model already (see `occmodel accuracy`)")
+    fn = _configs.kernel(args)
     if not 0 < args.sample <= 1:
         raise ConfigError(f"--sample {args.sample} is out of range; allowed 0 < FRACTION <= 1")
-    swept, cfgs = _configs.kernel_sweep(args)
+    entries = _configs.sweep(fn, _configs.baseline(fn, args), args)
+    bad_cfg = [err for _, cfg, err in entries if cfg is None]
+    if bad_cfg:
+        raise ConfigError(bad_cfg[0])
+    cfgs = [cfg for _, cfg, _ in entries]
+    swept = swept_names(cfgs)
     bad = [k for k in swept if not all(isinstance(c[k], (int, float)) and not isinstance(c[k], bool) for c in cfgs)]
     if bad:
         raise ConfigError(f"-D {bad[0]}: fit sweeps numeric parameters only")
     if not swept:
         raise ConfigError("nothing to fit: sweep at least one parameter (-D NAME=V1,V2, --warps, --stages)")
-    signature = _configs.signature_arg(args.signature)
 
     def jobs(sel):
-        return [CompileJob(fn, signature=signature, arch=spec.arch, num_warps=c["num_warps"],
-                           num_stages=c["num_stages"],
-                           constexprs={k: v for k, v in c.items() if k not in ("num_warps", "num_stages")})
-                for c in sel]
+        return E.compile_jobs(fn, spec, sel)
 
     idx = choose_sample(cfgs, args.sample, seed=args.seed)
     sample = [cfgs[i] for i in idx]
-    s_res = compile_jobs(jobs(sample))
+    s_res = E.compile_results(jobs(sample))
     train = [(c, r) for c, r in zip(sample, s_res) if r.ok]
     if len(train) < 3:
         raise ConfigError(f"only {len(train)} of the {len(sample)} sampled configs compiled; a fit needs 3 or more")
     fits = {t: fit_expression([c for c, _ in train], [getattr(r, a) for _, r in train], swept, t)
             for t, a in (("shared", "total_shared"), ("regs", "n_regs"))}
     held = [c for i, c in enumerate(cfgs) if i not in set(idx)]
-    h_res = compile_jobs(jobs(held))
+    h_res = E.compile_results(jobs(held))
     rows, err = [], {"shared": ([], []), "regs": ([], [])}
     for cfg, res in zip(held, h_res):
         row = {k: cfg[k] for k in swept}
@@ -109,7 +110,7 @@ def run(args) -> Report:
     err_rows = [{"quantity": q, **summ[t]} for t, q in (("shared", "shared memory (B)"), ("regs", "registers"))]
     fixed = [k for k in cfgs[0] if k not in swept]
     sections = [
-        Section(f"Fitted model of {fn.__name__} on {spec.name} (compiled for {spec.arch})",
+        Section(f"Fitted model of {fn.name} on {spec.name} (compiled for {spec.arch})",
                 [("quantity", "quantity"), ("expression", "expression"), ("sample", "fitted on"),
                  ("loo", "leave-one-out RMSE")], expr_rows,
                 [f"swept: {', '.join(swept)}" + (f"; fixed: {', '.join(f'{k}={cfgs[0][k]}' for k in fixed)}"
@@ -131,7 +132,7 @@ def run(args) -> Report:
                    "least squares over products of the swept parameters (x num_stages or Max(1, num_stages-1); "
                    "/ num_warps for registers), terms chosen by forward selection and leave-one-out error"]
     return Report("fit", sections, assumptions, extra={
-        "spec": spec.name, "arch": spec.arch, "kernel": fn.__name__,
+        "spec": spec.name, "arch": spec.arch, "kernel": fn.name,
         "fit": {t: {"expression": str(f.expr), "terms": list(f.terms), "exact_on_sample": f.exact,
                     "outliers": [dict(train[i][0]) for i in f.outliers]}
                 for t, f in fits.items()},

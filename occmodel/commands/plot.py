@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import argparse
 
-from ..card import load_card
 from ..errors import ConfigError
 from ..report import Report, Section
 from ..spec import load_spec
+from . import _configs
 from ._args import assignments, byte_size, define, int_in
 
 
@@ -43,8 +43,7 @@ def add_parser(subs, common) -> None:
                     "annotated (occupancy and warps per SM, or the shared memory it needs).",
         epilog="example:\n  occmodel plot heatmap --kernel decode_attention --spec sm_120 --x num_warps=1,2,4,8 "
                "--y num_stages=1,2,3,4,5 -D BLOCK_T=32 --out fig.svg")
-    heat.add_argument("--kernel", default="decode_attention",
-                      help="built-in card (decode_attention, matmul) or path/to/file.py:card")
+    _configs.add_kernel_args(heat)
     heat.add_argument("--x", type=define, required=True, metavar="NAME=V1,V2,...", help="the horizontal axis")
     heat.add_argument("--y", type=define, required=True, metavar="NAME=V1,V2,...", help="the vertical axis")
     heat.add_argument("-D", dest="defines", type=define, action="append", default=[], metavar="NAME=VALUE",
@@ -78,7 +77,7 @@ def run_heatmap(args) -> Report:
     from ..plot import check_out, heatmap_figure, save
     check_out(args.out)
     spec = load_spec(args.spec)
-    card = load_card(args.kernel)
+    card = _configs.kernel(args)
     axes = {}
     for which, (name, values) in (("--x", args.x), ("--y", args.y)):
         param = card.param(name)                              # unknown names: one line with the valid ones
@@ -102,12 +101,14 @@ def run_heatmap(args) -> Report:
             pred = c["prediction"]
             rows.append({xn: c["asked"][xn], yn: c["asked"][yn],
                          "shared": None if pred is None else pred.shared,
-                         "warps_per_sm": None if pred is None else pred.occupancy.warps_per_sm,
-                         "occupancy": None if pred is None else round(pred.occupancy.occupancy, 4),
+                         "warps_per_sm": None if pred is None else pred.warps_per_sm,
+                         "occupancy": None if pred is None or pred.occupancy is None
+                         else round(pred.occupancy.occupancy, 4), "source": None if pred is None else pred.source,
                          "fits": False if pred is None else pred.fits, "why": c["reason"]})
     cols = [(xn, xn), (yn, yn), ("shared", "shared (B)"), ("warps_per_sm", "warps/SM"), ("occupancy", "occupancy"),
-            ("fits", "fits"), ("why", "why")]
+            ("fits", "fits"), ("source", "source"), ("why", "why")]
     notes = [f"fixed: {', '.join(f'{k}={v}' for k, v in fixed.items())}"] if fixed else []
     return Report("plot", [Section(f"{card.name} on {spec.name}: predicted occupancy -> {path}", cols, rows, notes)],
-                  ["shared memory and registers are the card's model (no compile)"],
+                  ["shared memory and registers: " + ("the card's model (no compile)" if card.kind == "card"
+                                                      else f"compiled for {spec.arch} (no hand model)")],
                   extra={"kind": "heatmap", "out": str(path), "spec": spec.name, "kernel": card.name})

@@ -6,9 +6,8 @@ import argparse
 
 import sympy
 
-from ..card import load_card
-from ..model import Prediction, expressions, largest_fitting, predict
-from ..premise import static_premise
+from .. import evidence as E
+from ..model import expressions, largest_fitting
 from ..report import Report, Section
 from ..spec import load_spec
 from . import _configs
@@ -18,22 +17,27 @@ def add_parser(subs, common) -> None:
     p = subs.add_parser(
         "predict", parents=[common], help="predict shared memory, registers and occupancy: baseline vs candidate",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Predict a candidate config beside the baseline from the kernel card's model: shared memory "
-                    "against the per-block limit, registers, resident blocks and warps per SM, the binding limit, "
-                    "and the occupancy premise the change would test. No compile, no GPU.",
+        description="Predict a candidate config beside the baseline: shared memory against the per-block limit, "
+                    "registers, resident blocks and warps per SM, the binding limit, and the premise the change "
+                    "would test. A card's hand model answers without compiling; a bare @triton.jit kernel (no "
+                    "card) is compiled for the spec's arch (exact, cached). No GPU.",
         epilog="examples:\n"
                "  occmodel predict --warps 8 --stages 3          # the seed's levers, decode_attention on sm_120\n"
                "  occmodel predict --stages 3 -D BLOCK_T=32 --spec sm_90\n"
-               "  occmodel predict --kernel matmul --warps 8 --format markdown")
+               "  occmodel predict --kernel matmul --warps 8 --format markdown\n"
+               "  occmodel predict --kernel examples/flash_attention.py:_attn_fwd --args "
+               "examples/flash_attention.py:example_args \\\n"
+               "      --baseline BLOCK_M=128,BLOCK_N=64,HEAD_DIM=64 --stages 3   # your own kernel, no card")
     _configs.add_config_args(p)
     p.set_defaults(run=run)
 
 
-def _metric_rows(spec, base: Prediction, cand: Prediction) -> list[dict]:
+def _metric_rows(spec, base: E.Evidence, cand: E.Evidence) -> list[dict]:
     limit = spec.sm.shared_memory_per_block_optin
+    compiled = base.source == E.COMPILED
 
-    def pct(o):
-        return f"{100 * o.occupancy:.1f}%"
+    def pct(ev):
+        return f"{100 * ev.occupancy.occupancy:.1f}%" if ev.occupancy else None
 
     def change(a, b):
         if a == b:
@@ -42,26 +46,35 @@ def _metric_rows(spec, base: Prediction, cand: Prediction) -> list[dict]:
 
     rows = [
         ("shared memory per block (B)", base.shared, cand.shared),
-        (f"  per-block limit {limit:,} B: fits", base.shared <= limit, cand.shared <= limit),
-        ("registers per thread (estimate)", base.regs_estimate, cand.regs_estimate),
-        ("threads per block", base.threads, cand.threads),
-        ("resident blocks per SM", base.occupancy.blocks_per_sm, cand.occupancy.blocks_per_sm),
-        ("resident warps per SM", base.occupancy.warps_per_sm, cand.occupancy.warps_per_sm),
-        ("occupancy", pct(base.occupancy), pct(cand.occupancy)),
-        ("binding limit", base.occupancy.limiter, cand.occupancy.limiter),
+        (f"  per-block limit {limit:,} B: fits", _le(base.shared, limit), _le(cand.shared, limit)),
+        ("registers per thread" + ("" if compiled else " (estimate)"), base.regs_estimate or base.regs,
+         cand.regs_estimate or cand.regs),
+    ]
+    if compiled:
+        rows.append(("spills (n_spills = local bytes / 4)", base.spills, cand.spills))
+    rows += [
+        ("threads per block", 32 * base.config["num_warps"], 32 * cand.config["num_warps"]),
+        ("resident blocks per SM", base.blocks_per_sm, cand.blocks_per_sm),
+        ("resident warps per SM", base.warps_per_sm, cand.warps_per_sm),
+        ("occupancy", pct(base), pct(cand)),
+        ("binding limit", base.limiter, cand.limiter),
         ("fits", base.fits, cand.fits),
     ]
     out = [{"metric": m, "baseline": a, "candidate": b,
             "change": change(a, b) if not isinstance(a, (bool, str)) else ("=" if a == b else "changed")}
            for m, a, b in rows]
-    for pred, who in ((base, "baseline"), (cand, "candidate")):
-        if pred.spills_predicted:
+    for ev, who in ((base, "baseline"), (cand, "candidate")):
+        if ev.spills_predicted:
             out.append({"metric": f"{who}: spills predicted", "baseline": None, "candidate": None,
-                        "change": f"estimate {pred.regs_estimate} > 255 registers"})
-        if not pred.fits:
-            out.append({"metric": f"{who}: why it does not fit", "baseline": None, "candidate": None,
-                        "change": pred.reason})
+                        "change": f"estimate {ev.regs_estimate} > 255 registers"})
+        if not ev.fits:
+            out.append({"metric": f"{who}: why it does not fit" if ev.ok else f"{who}: compile",
+                        "baseline": None, "candidate": None, "change": ev.reason or ev.message})
     return out
+
+
+def _le(value, limit):
+    return None if value is None else value <= limit
 
 
 def _views(card, cfg, expr, what: str) -> list[dict]:
@@ -81,19 +94,35 @@ def _views(card, cfg, expr, what: str) -> list[dict]:
 
 def run(args) -> Report:
     spec = load_spec(args.spec)
-    card = load_card(args.kernel)
+    card = _configs.kernel(args)
     carveout = _configs.check_carveout(args.carveout)
     base_cfg = _configs.baseline(card, args)
     cand_cfg = _configs.candidate(card, base_cfg, args)
-    base, cand = predict(card, spec, base_cfg, carveout), predict(card, spec, cand_cfg, carveout)
-    premise = static_premise(base_cfg, cand_cfg, base_warps=base.occupancy.warps_per_sm,
-                             cand_warps=cand.occupancy.warps_per_sm, base_shared=base.shared,
-                             cand_shared=cand.shared, cand_fits=cand.fits)
+    base, cand = E.gather(card, spec, [base_cfg, cand_cfg], carveout=carveout)
+    premise = E.judge(base, cand)
+    compiled = base.source == E.COMPILED
     cfg_note = ", ".join(f"{k}={v}" for k, v in base_cfg.items())
     title = (f"{card.name} on {spec.name} ({spec.product().name}): baseline vs candidate "
-             f"[{premise.lever}]")
+             f"[{premise.lever}]" + (f" (compiled for {spec.arch})" if compiled else ""))
     metrics = Section(title, [("metric", "metric"), ("baseline", "baseline"), ("candidate", "candidate"),
-                              ("change", "change")], _metric_rows(spec, base, cand), [f"baseline: {cfg_note}"])
+                              ("change", "change")], _metric_rows(spec, base, cand),
+                      [f"baseline: {cfg_note}", f"numbers from: {base.source}"])
+    premise_rows = [{"premise": premise.claim, "mechanism": premise.mechanism,
+                     "why": premise.why + (f"; note: {premise.note}" if premise.note else "")}]
+    sections = [metrics, Section("Premise this change would test", [("premise", "premise"),
+                                 ("mechanism", "mechanism"), ("why", "why")], premise_rows)]
+    extra = {"spec": spec.name, "kernel": card.name, "source": base.source, "baseline": base_cfg,
+             "candidate": cand_cfg}
+    if compiled:
+        res = base.result
+        assumptions = [
+            _spec_line(spec, carveout),
+            f"launch specialization: {card.specialization or 'as the card signature states'}; signature used: "
+            + ", ".join(f"{k}={v}" for k, v in (res.signature if res else {}).items()),
+            f"numbers compiled for {spec.arch} with triton {res.triton_version if res else '?'}, ptxas "
+            f"{res.ptxas_version if res and res.ptxas_version else 'not run'} (exact for that toolchain; no "
+            "hand model: `occmodel fit` derives one for configs not compiled)"]
+        return Report("predict", sections, assumptions, extra=extra)
     shared_expr, regs_expr = expressions(card, spec, cand_cfg)
     fixed = {sym: cand_cfg[name] for name, sym in card.symbols().items()
              if not card.param(name).tunable}          # show the model in the tunables only
@@ -112,11 +141,9 @@ def run(args) -> Report:
             best = largest_fitting(card, spec, cand_cfg, p.name, valid) if valid else None
             block_rows.append({"question": f"largest {p.name} that fits (candidate)",
                                "answer": "none" if best is None else str(best)})
-    hr = cand.occupancy.headroom
-    budget = ("no shared-memory reduction adds a block (another limit binds)" if hr.smem_to_gain is None
+    hr = occupancy_headroom(spec, cand, carveout)
+    budget = ("no shared-memory reduction adds a block (another limit binds)" if hr is None or hr.smem_to_gain is None
               else f"{hr.smem_to_gain:,} B less shared memory per block adds a resident block")
-    premise_rows = [{"premise": premise.claim, "mechanism": premise.mechanism,
-                     "why": premise.why + (f"; note: {premise.note}" if premise.note else "")}]
     limits_rows = [
         *_views(card, cand_cfg, shared_expr, "shared memory (B)"),
         *_views(card, cand_cfg, regs_expr, "registers (estimate)"),
@@ -125,20 +152,27 @@ def run(args) -> Report:
         *block_rows,
         {"question": "one more resident block (candidate)", "answer": budget},
     ]
+    sections.append(Section("Limits from the model", [("question", "question"), ("answer", "answer")], limits_rows))
     assumptions = [
-        f"spec {spec.name}: {spec.sm.max_warps_per_sm} warps, {spec.sm.max_blocks_per_sm} blocks, "
-        f"{spec.sm.shared_memory_per_sm:,} B shared per SM; opt-in {spec.sm.shared_memory_per_block_optin:,} B "
-        f"per block; carveout {'driver default' if carveout is None else f'{carveout}%'}",
+        _spec_line(spec, carveout),
         f"launch specialization: {card.specialization or 'as the card signature states'}",
         f"pipelined loads: {card.pipelined_loads or 'see the card'}",
         "shared memory is the card's model of what Triton allocates (`occmodel compile` shows the real value); "
         "registers are an estimate (see README for its measured error)",
     ]
-    return Report("predict", [metrics,
-                              Section("Premise this change would test", [("premise", "premise"),
-                                      ("mechanism", "mechanism"), ("why", "why")], premise_rows),
-                              Section("Limits from the model", [("question", "question"), ("answer", "answer")],
-                                      limits_rows)],
-                  assumptions, extra={"spec": spec.name, "kernel": card.name, "baseline": base_cfg,
-                                      "candidate": cand_cfg,
-                                      "model": {"shared_memory": str(shared_expr), "registers": str(regs_expr)}})
+    extra["model"] = {"shared_memory": str(shared_expr), "registers": str(regs_expr)}
+    return Report("predict", sections, assumptions, extra=extra)
+
+
+def _spec_line(spec, carveout) -> str:
+    return (f"spec {spec.name}: {spec.sm.max_warps_per_sm} warps, {spec.sm.max_blocks_per_sm} blocks, "
+            f"{spec.sm.shared_memory_per_sm:,} B shared per SM; opt-in {spec.sm.shared_memory_per_block_optin:,} B "
+            f"per block; carveout {'driver default' if carveout is None else f'{carveout}%'}")
+
+
+def occupancy_headroom(spec, ev: E.Evidence, carveout):
+    """The occupancy headroom of one config's evidence (None when it has no occupancy)."""
+    if ev.occupancy is None:
+        return None
+    from ..occupancy import occupancy
+    return occupancy(spec, 32 * ev.config["num_warps"], ev.regs, ev.shared, carveout).headroom

@@ -8,7 +8,8 @@ from types import SimpleNamespace
 
 from .. import calibrate as C
 from .. import rank as R
-from ..card import load_card
+from .. import evidence as E
+from ..configs import plain
 from ..errors import ConfigError
 from ..report import Report, Section
 from ..spec import load_spec
@@ -49,7 +50,8 @@ def add_parser(subs, common) -> None:
 
 def _split(card, args) -> tuple[list[dict], SimpleNamespace]:
     """(points, args with only card -D's) from --points and -D."""
-    points, card_defines = _configs.workload_points(card, args)
+    from ..configs import workload_points
+    points, card_defines = workload_points(card, args.points, args.defines)
     return points, SimpleNamespace(**{**vars(args), "defines": card_defines})
 
 
@@ -63,7 +65,7 @@ def _us(s: float) -> float | None:
 
 def run(args) -> Report:
     spec = load_spec(args.spec)
-    card = load_card(args.kernel)
+    card = _configs.kernel(args)
     if args.top is not None and args.top < 1:
         raise ConfigError(f"--top {args.top} is out of range; allowed >= 1")
     points, sargs = _split(card, args)
@@ -77,11 +79,9 @@ def run(args) -> Report:
     if not cfgs:
         raise ConfigError(f"no valid config in the sweep; first problem: {skipped[0][1]}" if skipped else "empty sweep")
     cal = C.resolve(spec, args.calibration, args.product)
-    compiled = None
-    if args.compiled:
-        from .compiled_columns import compile_configs
-        compiled = compile_configs(card, spec, cfgs, keep_ir=True)
-    est = R.estimate_many(card, spec, cal, cfgs, points, compiled, args.product)
+    evs = E.gather(card, spec, cfgs, compile=True if args.compiled else None)
+    compiled = evs[0].source == E.COMPILED
+    est = R.estimate_many(card, spec, cal, cfgs, points, evs, args.product)
     varying = [k for k in points[0] if len({p[k] for p in points}) > 1]
     labels = [_label(p, varying) for p in points]
     score = R.aggregate_rank([[e.total_s for e in row] for row in est])
@@ -130,7 +130,7 @@ def run(args) -> Report:
                                 [("form", "form"), ("text", "text")],
                                 [{"form": "validate flags", "text": flags}, {"form": "python list", "text": pylist}]))
     src = ("compiled (n_regs, total_shared, n_spills; the TTGIR's ring depth, tile bytes and dot warp layouts)"
-           if args.compiled else "the card's model (no compile: spills and shared-memory operand reads unknown, "
+           if compiled else "the card's model (no compile: spills and shared-memory operand reads unknown, "
                                  "term (d) is 0; pass --compiled)")
     assumptions = [f"constants: {cal.gpu}, {cal.sms} SMs, DRAM {cal.bandwidth_gbs:g} GB/s, latency {cal.latency_ns:g} ns, "
                    f"L2 {cal.l2_bandwidth_gbs:g} GB/s, L2 latency {cal.l2_latency_ns:g} ns, shared "

@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..card import load_card
+from .. import evidence as E
+from ..configs import plain
 from ..errors import ConfigError
-from ..model import predict_many
-from ..occupancy import LIMITERS
 from ..report import Report, Section
 from ..spec import load_spec
 from . import _configs
@@ -18,13 +17,17 @@ def add_parser(subs, common) -> None:
     p = subs.add_parser(
         "table", parents=[common], help="feasibility table over a sweep of configs (markdown for design reviews)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Every combination of the listed values, on top of the baseline: predicted shared memory "
-                    "against the per-block limit, registers, resident blocks and warps per SM, occupancy and "
-                    "the binding limit. Configs that do not fit stay in the table with the reason. "
-                    "--compiled adds what Triton and ptxas really produce for each row (no GPU needed).",
+        description="Every combination of the listed values, on top of the baseline: shared memory against the "
+                    "per-block limit, registers, resident blocks and warps per SM, occupancy and the binding "
+                    "limit. Configs that do not fit stay in the table with the reason. A card's hand model "
+                    "answers without compiling (--compiled adds what Triton and ptxas really produce); a bare "
+                    "@triton.jit kernel is compiled for the spec's arch (no GPU needed). The source column says "
+                    "which.",
         epilog="examples:\n"
                "  occmodel table --warps 4,8 --stages 2,3,4 -D BLOCK_T=16,32 --format markdown\n"
-               "  occmodel table --kernel matmul --stages 2..5 -D BLOCK_M=64,128 --spec sm_90 --compiled")
+               "  occmodel table --kernel matmul --stages 2..5 -D BLOCK_M=64,128 --spec sm_90 --compiled\n"
+               "  occmodel table --kernel my_attn.py:_fwd --args my_attn.py:example_args \\\n"
+               "      --baseline HEAD_DIM=64 -D BLOCK_M=64,128 -D BLOCK_N=32,64 --stages 2,3")
     _configs.add_config_args(p, sweep=True)
     p.add_argument("--compiled", action="store_true",
                    help="also compile every row for the spec's arch and show actual shared/regs/spills")
@@ -33,7 +36,7 @@ def add_parser(subs, common) -> None:
 
 def run(args) -> Report:
     spec = load_spec(args.spec)
-    card = load_card(args.kernel)
+    card = _configs.kernel(args)
     carveout = _configs.check_carveout(args.carveout)
     base = _configs.baseline(card, args)
     if not (args.warps or args.stages or args.defines):
@@ -41,43 +44,69 @@ def run(args) -> Report:
     entries = _configs.sweep(card, base, args)
     swept = list(entries[0][0]) if entries else []
     good = [cfg for _, cfg, _ in entries if cfg is not None]
-    pred = predict_many(card, spec, good, carveout) if good else {}
+    evs = iter(E.gather(card, spec, good, carveout=carveout))
+    compiled = None
     limit = spec.sm.shared_memory_per_block_optin
-    rows, i = [], 0
+    rows, valid = [], []
     for asked, cfg, error in entries:
-        row = {k: asked[k] for k in swept}
+        row = {k: plain(asked[k]) for k in swept}
         if cfg is None:
             row.update(status="invalid", why=error)
             rows.append(row)
             continue
-        fits = bool(pred["fits"][i])
-        row.update(shared=int(pred["shared"][i]), regs=int(pred["regs_estimate"][i]),
-                   blocks_per_sm=int(pred["blocks_per_sm"][i]), warps_per_sm=int(pred["warps_per_sm"][i]),
-                   occupancy=round(float(pred["occupancy"][i]), 4),
-                   limiter=LIMITERS[int(pred["limiter"][i])] if fits else "-",
-                   status="fits" if fits else "does not fit")
-        row["why"] = "" if fits else _why(spec, row["shared"], row["regs"], 32 * cfg["num_warps"])
+        ev = next(evs)
+        compiled = ev.source == E.COMPILED
+        row.update(shared=ev.shared, regs=ev.regs_estimate if ev.regs_estimate is not None else ev.regs,
+                   blocks_per_sm=ev.blocks_per_sm, warps_per_sm=ev.warps_per_sm,
+                   occupancy=round(ev.occupancy.occupancy, 4) if ev.occupancy else None, limiter=ev.limiter,
+                   source=ev.source)
+        if compiled:
+            row["spills"] = ev.spills
+        if ev.status != "ok":
+            row.update(status=ev.status, why=ev.message)
+        elif ev.fits:
+            row.update(status="fits", why="")
+        else:
+            row.update(status="does not fit",
+                       why=_why(spec, ev.shared, ev.regs_estimate or ev.regs, 32 * cfg["num_warps"]))
         rows.append(row)
-        i += 1
+        valid.append((row, cfg))
     columns = [(k, k) for k in swept] + [
-        ("shared", "shared (B)"), ("regs", "regs (est.)"), ("blocks_per_sm", "blocks/SM"),
-        ("warps_per_sm", "warps/SM"), ("occupancy", "occupancy"), ("limiter", "limiter"), ("status", "status"),
-        ("why", "why")]
-    if args.compiled:
-        from .compiled_columns import add_compiled_columns
-        columns += add_compiled_columns(card, spec, entries, rows, carveout)
-    fixed = ", ".join(f"{k}={v}" for k, v in base.items() if k not in swept)
+        ("shared", "shared (B)"), ("regs", "regs" if compiled else "regs (est.)")] + (
+        [("spills", "spills")] if compiled else []) + [
+        ("blocks_per_sm", "blocks/SM"), ("warps_per_sm", "warps/SM"), ("occupancy", "occupancy"),
+        ("limiter", "limiter"), ("source", "source"), ("status", "status"), ("why", "why")]
+    if args.compiled and not compiled:
+        columns += _compiled_columns(card, spec, valid, carveout)
+    fixed = ", ".join(f"{k}={plain(v)}" for k, v in base.items() if k not in swept)
     notes = [f"fixed: {fixed}", f"shared-memory limit per block on {spec.name}: {limit:,} B (opt-in)"]
     bad = [r for r in rows if r["status"] == "invalid"]
     if bad:
         args.exit_status = 2
         print(f"occmodel: error: {len(bad)} config(s) invalid: {bad[0]['why']}", file=sys.stderr)
+    src = ("compiled for " + spec.arch + " (real Triton and ptxas; no hand model)" if compiled
+           else "the card's hand model" + ("; the actual columns come from real Triton compiles"
+                                          if args.compiled else ""))
     assumptions = [f"spec {spec.name}; carveout {'driver default' if carveout is None else f'{carveout}%'}",
                    f"launch specialization: {card.specialization or 'as the card signature states'}",
-                   "shared and regs are the model's prediction" + (
-                       "; the actual columns come from real Triton compiles" if args.compiled else "")]
+                   f"shared and regs: {src}"]
     return Report("table", [Section(f"{card.name} on {spec.name}: {len(rows)} configs", columns, rows, notes)],
                   assumptions, extra={"spec": spec.name, "kernel": card.name})
+
+
+COMPILED_COLUMNS = [("c_shared", "actual shared (B)"), ("c_regs", "n_regs"), ("c_spills", "n_spills"),
+                    ("c_blocks", "actual blocks/SM"), ("c_occupancy", "actual occupancy"), ("c_status", "compile")]
+
+
+def _compiled_columns(card, spec, valid, carveout) -> list[tuple[str, str]]:
+    """Compile every valid row for spec.arch and add the actual columns to it."""
+    evs = E.compiled(card, spec, [cfg for _, cfg in valid], carveout)
+    for (row, _), ev in zip(valid, evs):
+        res = ev.result
+        row.update(c_shared=ev.shared, c_regs=ev.regs, c_spills=ev.spills, c_blocks=ev.blocks_per_sm,
+                   c_occupancy=round(ev.occupancy.occupancy, 4) if ev.occupancy else None,
+                   c_status=res.status if res.ok else f"{res.status}: {res.message}")
+    return list(COMPILED_COLUMNS)
 
 
 def _why(spec, shared: int, regs: int, threads: int) -> str:

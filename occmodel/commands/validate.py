@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from .. import validate as V
-from ..card import load_card
+from ..configs import workload_points
 from ..errors import ConfigError
 from ..report import Report, Section, render
 from ..spec import load_spec
@@ -28,8 +28,11 @@ def add_parser(subs, common) -> None:
                "  occmodel validate --kernel decode_attention --spec sm_90 \\\n"
                "      --baseline BLOCK_T=16,num_warps=4,num_stages=2 \\\n"
                "      --candidate num_warps=8 --candidate num_stages=3 --points C=1,8,48,64,96 -D ctx=8192\n"
-               "  add --dry-run to see the plan and the device-time estimate without a GPU")
-    p.add_argument("--kernel", default="decode_attention", help="built-in card or path/to/file.py:card")
+               "  add --dry-run to see the plan and the device-time estimate without a GPU\n"
+               "your own kernel, no card (a launcher file: make_inputs(point), launch(inputs, cfg), ...):\n"
+               "  occmodel validate --kernel attn.py:_fwd --launcher attn.py --spec sm_90 \\\n"
+               "      --baseline BLOCK_M=128,BLOCK_N=64,num_warps=4,num_stages=2 --candidate num_stages=3")
+    _configs.add_kernel_args(p)
     p.add_argument("--baseline", type=assignments, default=None, metavar="NAME=V,...",
                    help="baseline config (default: the card's baseline)")
     p.add_argument("--candidate", type=assignments, action="append", default=[], metavar="NAME=V,...",
@@ -49,12 +52,12 @@ def add_parser(subs, common) -> None:
 
 def build_plan(args) -> V.Plan:
     spec = load_spec(args.spec)
-    card = load_card(args.kernel)
+    card = _configs.kernel(args)
     if args.rounds < 5:
         raise ConfigError(f"--rounds {args.rounds} is too few; allowed >= 5")
     if not args.candidate:
         raise ConfigError("no --candidate given; e.g. --candidate num_warps=8")
-    points, card_defines = _configs.workload_points(card, args)
+    points, card_defines = workload_points(card, args.points, args.defines)
     card_fixed = {n: v[0] for n, v in card_defines}
     base = card.resolve({**(args.baseline or {}), **card_fixed}) if args.baseline else card.resolve(card_fixed)
     cands = [card.resolve(c, base=base) for c in args.candidate]
@@ -65,6 +68,9 @@ def run(args) -> Report:
     if not args.dry_run:
         V.require_gpu()                      # before any compile: fail fast, one line
     plan = build_plan(args)
+    if not args.dry_run and not plan.card.has_launcher():
+        raise ConfigError(f"validate times {plan.card.name} on the GPU and needs its launcher: give --launcher "
+                          "FILE.py with make_inputs(point) and launch(inputs, cfg) (or use --dry-run)")
     if args.dry_run:
         return plan_report(plan)
     result = V.run(plan, seed=args.seed, progress=lambda m: print(m, file=sys.stderr, flush=True))
@@ -79,18 +85,22 @@ def run(args) -> Report:
 def _static_section(plan: V.Plan) -> Section:
     rows = []
     for r in plan.static:
-        c = r.compiled or {}
-        rows.append({"config": r.name, "pred_shared": r.predicted_shared, "pred_regs": r.predicted_regs,
-                     "pred_warps_per_sm": r.predicted_warps_per_sm, "shared": c.get("shared"),
-                     "n_regs": c.get("n_regs"), "n_spills": c.get("n_spills"),
-                     "warps_per_sm": c.get("warps_per_sm"),
-                     "compile": c.get("status", "not compiled")})
+        m, c = r.model, r.compiled
+        rows.append({"config": r.name, "pred_shared": m.shared if m else None,
+                     "pred_regs": m.regs_estimate if m else None, "pred_warps_per_sm": m.warps_per_sm if m else None,
+                     "shared": c.shared if c else None, "n_regs": c.regs if c else None,
+                     "n_spills": c.spills if c else None, "warps_per_sm": c.warps_per_sm if c else None,
+                     "compile": (c.status if c.status == "ok" else f"{c.status}: {c.message}") if c else "not compiled"})
     cols = [("config", "config"), ("pred_shared", "shared (pred.)"), ("pred_regs", "regs (pred.)"),
             ("pred_warps_per_sm", "warps/SM (pred.)"), ("shared", f"shared ({plan.spec.arch})"),
             ("n_regs", "regs"), ("n_spills", "spills"), ("warps_per_sm", "warps/SM"), ("compile", "compile")]
-    versions = {(r.compiled or {}).get("versions") for r in plan.static} - {None}
+    versions = {f"triton {r.compiled.result.triton_version}, ptxas {r.compiled.result.ptxas_version}"
+                for r in plan.static if r.compiled is not None and r.compiled.result is not None
+                and r.compiled.result.ok}
     notes = [f"compiled with {v}; register counts (and so occupancy) differ between triton versions"
              for v in sorted(versions)]
+    if all(r.model is None for r in plan.static):
+        notes.append(f"{plan.card.name} has no hand model: the static picture is the compiled one")
     return Section(f"Static picture on {plan.spec.name} (model and real compile)", cols, rows, notes)
 
 
@@ -104,7 +114,10 @@ def _premise_section(plan: V.Plan) -> Section:
 def _what_section(plan: V.Plan, title: str, extra_rows=()) -> Section:
     base = ", ".join(f"{k}={v}" for k, v in plan.baseline.items())
     pts = "; ".join(", ".join(f"{k}={v}" for k, v in p.items()) for p in plan.points)
+    check = ("correctness gated on the kernel's reference" if plan.card.has_reference()
+             else "timed without a correctness check (the kernel has no reference)")
     rows = [{"item": "kernel", "value": f"{plan.card.name}: {plan.card.summary}"},
+            {"item": "correctness", "value": check},
             {"item": "baseline", "value": base},
             {"item": "candidates", "value": "; ".join(V.name_of(plan.baseline, c) for c in plan.candidates)},
             {"item": "workload points", "value": pts}, {"item": "rounds per point", "value": plan.rounds},
@@ -119,9 +132,11 @@ def plan_report(plan: V.Plan) -> Report:
                   [f"spec {plan.spec.name}; estimate from the roofline of {plan.spec.product().name}"])
 
 
-def _bandwidth(nbytes: float, seconds: float, copy_bw: float, peak: float, product: str) -> str:
+def _bandwidth(nbytes: float | None, seconds: float, copy_bw: float, peak: float, product: str) -> str:
     """Achieved DRAM bandwidth (the card's unavoidable bytes / median time) against the
     measured copy bandwidth and the product's datasheet peak."""
+    if not nbytes:
+        return "unknown (the kernel states no bytes_moved)"
     bw = nbytes / seconds
     return f"{bw / 1e9:,.0f} GB/s ({100 * bw / copy_bw:.0f}% of copy, {100 * bw / peak:.0f}% of {product} peak)"
 

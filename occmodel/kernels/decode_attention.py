@@ -46,7 +46,7 @@ import sympy
 import triton
 import triton.language as tl
 
-from ..card import Config, KernelCard, Param
+from ..card import Config, KernelCard, Param, Secondary
 from ..errors import ConfigError
 
 
@@ -422,10 +422,13 @@ class DecodeAttentionCard(KernelCard):
         split kernel has just written (L2-resident); its loads are plain tt.load (not
         pipelined: checked in the TTGIR on sm_90 and sm_120), so each iteration waits
         an L2 latency."""
-        from ..rank import Secondary
         _, splits, _ = self._launch_shape(cfg, point)
         return [Secondary("combine", grid=point["C"] * cfg["NUM_HEADS"], iterations=splits,
                           tile_bytes=cfg["D_LATENT"] * 4 + 4)]
+
+    def loop_tile_bytes(self, cfg: Config) -> int:
+        """One KV tile: BLOCK_T rows of the latent and rope parts."""
+        return cfg["BLOCK_T"] * (cfg["D_LATENT"] + cfg["D_ROPE"]) * DTYPE_BYTES[cfg["dtype"]]
 
     def flops(self, cfg: Config, point: Mapping[str, Any]) -> int:
         """Q.K^T over 576 columns plus P.V over 512, for every head and cached token."""

@@ -213,6 +213,10 @@ class MatmulCard(KernelCard):
         M, N, K = point["M"], point["N"], point["K"]
         return (M * K + K * N + M * N) * e
 
+    def loop_tile_bytes(self, cfg: Config) -> int:
+        """One K step: a BLOCK_M x BLOCK_K tile of A and a BLOCK_K x BLOCK_N tile of B."""
+        return (cfg["BLOCK_M"] + cfg["BLOCK_N"]) * cfg["BLOCK_K"] * (2 if cfg.get("dtype") in ("fp16", "bf16") else 4)
+
     def flops(self, cfg: Config, point: Mapping[str, Any]) -> int:
         return 2 * point["M"] * point["N"] * point["K"]
 

@@ -1,0 +1,289 @@
+"""A bare ``@triton.jit`` kernel as a :class:`~occmodel.card.KernelCard` that knows nothing more.
+
+    kernel = bare_kernel(fn, signature="X=*fp16:16,N=i32:16")            # or args=..., launcher=...
+    kernel.resolve({"BLOCK": 1024, "num_warps": 4})                    # a config, checked
+
+What a card states by hand comes, for a bare kernel, from the user's inputs:
+
+* parameters: the kernel's constexprs (their Python defaults, if any, are the
+  defaults; a constexpr without one must be given a value);
+* the launch specialization, in this order: ``signature`` (Triton's AOT types:
+  positional for the runtime parameters in order, or ``NAME=TYPE`` pairs), else
+  ``args`` (a function ``args(cfg)`` returning example launch arguments), else the
+  launcher's ``example_args(cfg, point)``; from arguments the exact specialization
+  Triton's launcher would apply is derived (:func:`occmodel.compile.signature_from_args`);
+* the GPU side and workload (make_inputs, launch, reference, grid, points...):
+  an optional :class:`~occmodel.launcher.Launcher`;
+* shared memory and registers: no hand model (``None``): consumers compile.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from .card import LAUNCH_PARAMS, Config, KernelCard, Param
+from .errors import ConfigError, KernelError
+from .launcher import Launcher
+
+
+def constexpr_value(value: Any) -> Any:
+    """A constexpr value from the command line: int (0x.. too), float, True/False,
+    ``tl.<dtype>`` / ``triton.language.<dtype>``, else the string itself."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    for conv in (lambda t: int(t, 0), float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    if text in ("True", "False"):
+        return text == "True"
+    if text.startswith(("tl.", "triton.language.")):
+        import triton.language as tl
+        attr = text.rsplit(".", 1)[1]
+        if isinstance(getattr(tl, attr, None), tl.dtype):
+            return getattr(tl, attr)
+        raise ConfigError(f"{text!r} is not a triton.language dtype (e.g. tl.float16, tl.bfloat16, tl.float32)")
+    return text
+
+
+@dataclass(frozen=True)
+class BareParam(Param):
+    """A constexpr of a bare kernel: any value (parsed as :func:`constexpr_value`)."""
+
+    def check(self, value: Any) -> Any:
+        return constexpr_value(value)
+
+
+@dataclass
+class BareKernel(KernelCard):
+    fn: Any = None                                   # the JITFunction
+    fixed_signature: dict[str, str] | None = None    # from `signature`
+    args_fn: Callable[..., Any] | None = None        # from `args`
+    launcher: Launcher | None = None
+    _specs: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def kind(self) -> str:
+        return "bare kernel"
+
+    # ----------------------------------------------------------- config
+    def check(self, cfg: Config) -> None:
+        missing = [p.name for p in self.params if cfg.get(p.name) is None and not _none_default(self.fn, p.name)]
+        if missing:
+            raise ConfigError(f"constexpr {', '.join(missing)} of {self.name} has no value; give it, e.g. "
+                              f"--baseline {missing[0]}=64 (or -D {missing[0]}=64 to set or sweep it)")
+
+    # ---------------------------------------------------------- compile
+    def _spec(self, cfg: Config) -> tuple[dict[str, str], dict[str, Any]]:
+        """(signature, constexprs) for cfg, from the first source that states them."""
+        consts = {p.name: cfg[p.name] for p in self.params}
+        if self.fixed_signature is not None:
+            return dict(self.fixed_signature), consts
+        key = tuple(sorted((k, repr(v)) for k, v in cfg.items()))
+        hit = self._specs.get(key)
+        if hit is not None:
+            return hit
+        from .compile import signature_from_args
+        if self.args_fn is not None:
+            values, who = _call(self.args_fn, cfg, self.default_points), "the --args function"
+        elif self.launcher is not None and self.launcher.example_args is not None:
+            values, who = _call(self.launcher.example_args, cfg, self.default_points), "the launcher's example_args"
+        else:
+            runtime = ", ".join(runtime_params(self.fn)) or "none"
+            raise KernelError(f"bare kernel {self.name} needs its launch types: give --signature "
+                              f"(NAME=TYPE,... for its runtime parameters {runtime}; e.g. X=*fp16:16,N=i32:16) "
+                              "or --args FILE.py:fn returning example launch arguments for a config")
+        values = _as_mapping(self.fn, values, who)
+        values.update(consts)                        # the config's constexprs win over the example's
+        values = {k: v for k, v in values.items() if k not in ("num_warps", "num_stages")}
+        self._specs[key] = spec = signature_from_args(self.fn, values)
+        return spec
+
+    def signature(self, cfg: Config) -> dict[str, str]:
+        return self._spec(cfg)[0]
+
+    def constexprs(self, cfg: Config) -> dict[str, Any]:
+        return self._spec(cfg)[1]
+
+    def specialization_source(self) -> str:
+        if self.fixed_signature is not None:
+            return "--signature as given"
+        if self.args_fn is not None:
+            return "derived from the --args function's example arguments, as Triton's launcher specializes"
+        if self.launcher is not None and self.launcher.example_args is not None:
+            return "derived from the launcher's example_args, as Triton's launcher specializes"
+        return "none given"
+
+    # ---------------------------------------------------------- workload
+    def _hook(self, name: str):
+        return getattr(self.launcher, name, None) if self.launcher is not None else None
+
+    def grid(self, cfg, point):
+        f = self._hook("grid")
+        return None if f is None else int(f(cfg, point))
+
+    def loop_iterations(self, cfg, point):
+        f = self._hook("loop_iterations")
+        return None if f is None else int(f(cfg, point))
+
+    def bytes_moved(self, cfg, point):
+        f = self._hook("bytes_moved")
+        return None if f is None else int(f(point))
+
+    def flops(self, cfg, point):
+        f = self._hook("flops")
+        return None if f is None else int(f(point))
+
+    def has_launcher(self) -> bool:
+        return self.launcher is not None
+
+    def make_inputs(self, cfg, point, device="cpu", seed=0):
+        if self.launcher is None:
+            return super().make_inputs(cfg, point, device, seed)
+        return self.launcher.inputs(point, device=device, seed=seed)
+
+    def launch(self, inputs, cfg):
+        if self.launcher is None:
+            return super().launch(inputs, cfg)
+        return self.launcher.launch(inputs, cfg)
+
+    def reference(self, inputs):
+        f = self._hook("reference")
+        return None if f is None else f(inputs)
+
+    def has_reference(self) -> bool:
+        return self._hook("reference") is not None
+
+    def torch_baseline(self, inputs):
+        f = self._hook("torch_baseline")
+        return None if f is None else f(inputs)
+
+    def has_torch_baseline(self) -> bool:
+        return self._hook("torch_baseline") is not None
+
+
+# ------------------------------------------------------------ building one
+def runtime_params(fn) -> list[str]:
+    from . import triton_compat as tc
+    return [name for name, is_constexpr, *_ in tc.param_info(fn) if not is_constexpr]
+
+
+def _none_default(fn, name: str) -> bool:
+    """A constexpr whose Python default is None may stay None."""
+    for p in fn.params:
+        if p.name == name:
+            return bool(p.has_default and p.default is None)
+    return False
+
+
+def parse_signature(fn, text: str | Mapping[str, str]) -> dict[str, str]:
+    """--signature as NAME=TYPE pairs (dict or 'X=*fp16:16,N=i32') or positional types of
+    the runtime parameters in order ('*fp16:16,i32'); the AOT form with constexpr values in
+    their places (one entry per parameter) is accepted too. ConfigError on a count mismatch,
+    showing the NAME=TYPE form."""
+    from . import triton_compat as tc
+    info = tc.param_info(fn)
+    names = [n for n, *_ in info]
+    runtime = [n for n, c, *_ in info if not c]
+    if isinstance(text, Mapping):
+        pairs = dict(text)
+    else:
+        parts = [p.strip() for p in str(text).split(",") if p.strip()]
+        if parts and all("=" in p for p in parts):
+            pairs = {k.strip(): v.strip() for k, v in (p.split("=", 1) for p in parts)}
+        elif any("=" in p for p in parts):
+            raise ConfigError(f"--signature {text!r} mixes NAME=TYPE and positional entries; use one form")
+        elif len(parts) == len(runtime):
+            pairs = dict(zip(runtime, parts))
+        elif len(parts) == len(names):            # Triton's AOT form: constexpr values in place
+            pairs = dict(zip(names, parts))
+        else:
+            example = ",".join(f"{n}=TYPE" for n in runtime)
+            raise ConfigError(f"--signature has {len(parts)} types for {len(runtime)} runtime parameters of "
+                              f"{fn.__name__} ({', '.join(runtime) or 'none'}); give them in that order, or as "
+                              f"NAME=TYPE pairs: {example}")
+    unknown = [k for k in pairs if k not in names]
+    if unknown:
+        from .errors import suggest
+        raise ConfigError(f"--signature names {unknown[0]!r}, not a parameter of {fn.__name__} "
+                          f"({', '.join(names)}){suggest(unknown[0], names)}")
+    missing = [n for n, c, *_ in info if not c and n not in pairs and not _has_default(fn, n)]
+    if missing:
+        raise ConfigError(f"--signature gives no type for {', '.join(missing)} of {fn.__name__}; e.g. "
+                          f"{missing[0]}=i32 (':16' when the launch value is a multiple of 16)")
+    return pairs
+
+
+def _has_default(fn, name: str) -> bool:
+    return any(p.name == name and p.has_default for p in fn.params)
+
+
+def _call(f: Callable, cfg: Config, points) -> Any:
+    """f(cfg) or f(cfg, point) (the first default point), by how many arguments f takes."""
+    try:
+        n = len([p for p in inspect.signature(f).parameters.values()
+                 if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)])
+    except (TypeError, ValueError):
+        n = 1
+    try:
+        return f(dict(cfg), dict(points[0]) if points else {}) if n >= 2 else f(dict(cfg))
+    except (KernelError, ConfigError):
+        raise
+    except Exception as exc:
+        raise KernelError(f"{getattr(f, '__name__', f)}(cfg) failed: {type(exc).__name__}: {exc}"
+                          .splitlines()[0]) from None
+
+
+def _as_mapping(fn, values: Any, who: str) -> dict[str, Any]:
+    names = [p.name for p in fn.params]
+    if isinstance(values, Mapping):
+        return dict(values)
+    if isinstance(values, (list, tuple)):
+        if len(values) > len(names):
+            raise KernelError(f"{who} returned {len(values)} arguments; {fn.__name__} takes {len(names)}")
+        return dict(zip(names, values))
+    raise KernelError(f"{who} returned a {type(values).__name__}; return a tuple of launch arguments or a "
+                      "name -> value dict")
+
+
+def bare_kernel(fn, *, signature: str | Mapping[str, str] | None = None, args: Callable | None = None,
+                launcher: Launcher | None = None, name: str | None = None) -> BareKernel:
+    """A BareKernel for `fn` (a @triton.jit function, possibly autotuned). `signature` and
+    `args` exclude each other; without both, the launcher's example_args is used."""
+    from .compile import jit_function
+    from .errors import CompileError
+    try:
+        jf = jit_function(fn)
+    except CompileError:
+        raise KernelError(f"{fn!r} is neither a KernelCard nor a @triton.jit function") from None
+    if signature is not None and args is not None:
+        raise ConfigError("give either --signature or --args, not both")
+    from . import triton_compat as tc
+    params = []
+    for p, (pname, is_constexpr, *_rest) in zip(jf.params, tc.param_info(jf)):
+        if is_constexpr:
+            default = p.default if p.has_default else None
+            params.append(BareParam(pname, default, "constexpr of the kernel"))
+    launch_names = {p.name for p in LAUNCH_PARAMS}
+    clash = [p.name for p in params if p.name in launch_names]
+    if clash:
+        raise KernelError(f"{jf.__name__} has a constexpr named {clash[0]!r}, which occmodel reserves for the launch")
+    points = tuple(launcher.points) if launcher is not None else ()
+    workload = ()
+    if points:
+        keys = list(dict.fromkeys(k for p in points for k in p))
+        workload = tuple(Param(k, points[0].get(k), "workload parameter (from the launcher's POINTS)",
+                               tunable=False) for k in keys)
+    baseline = {"num_warps": 4, "num_stages": 3}
+    if launcher is not None and launcher.baseline:
+        baseline.update(launcher.baseline)
+    kernel = BareKernel(name=name or jf.__name__, summary=f"bare @triton.jit kernel {jf.__name__}",
+                        params=tuple(params), baseline=baseline, kernel=jf, workload_params=workload,
+                        default_points=points, fn=jf, args_fn=args, launcher=launcher,
+                        fixed_signature=None if signature is None else parse_signature(jf, signature))
+    kernel.specialization = kernel.specialization_source()
+    return kernel

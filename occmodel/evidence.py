@@ -1,0 +1,213 @@
+"""One home for what occmodel knows about each config of a kernel: its evidence.
+
+    evs = gather(kernel, spec, cfgs)              # compiled once each (cached, parallel), or modelled
+    ev = evs[0]
+    ev.source                                     # "compiled" | "card model"
+    ev.shared, ev.regs, ev.spills, ev.occupancy   # resources and exact occupancy on `spec`
+    ev.pipeline                                   # compiled: every scf.for loop's loads, rings, dots
+    judge(base_ev, cand_ev)                       # the premise of that change, decided from this evidence
+
+Contracts:
+
+* a compile keeps its IR (``keep_ir=True``), so one cache entry serves the
+  resources, the pipelining of every loop and the dot operand reads: no consumer
+  compiles a config twice, and ``--pipeline`` reuses what a plain compile cached;
+* :func:`from_result` is the one conversion of a CompileResult to occupancy
+  (registers from the cubin, static + dynamic shared memory, the carveout);
+* :func:`gather` picks the source per config: compiled when asked (or when the
+  kernel has no hand model, as a bare kernel), else the card's hand model. Every
+  Evidence says which in ``source``;
+* a compile that fails is Evidence with its status and message, never an exception
+  (a CompileError that every job shares -- an arch the installed Triton cannot
+  target, a bad signature -- propagates once).
+
+Pure apart from compiling: no torch, no GPU.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from .card import Config, KernelCard
+from .errors import CompileError, ConfigError
+from .occupancy import LIMITERS, Occupancy, occupancy
+from .spec import HardwareSpec
+
+COMPILED, CARD_MODEL = "compiled", "card model"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Resources and occupancy of one config, and where they come from."""
+
+    config: Config
+    source: str                       # COMPILED | CARD_MODEL
+    status: str                       # "ok" | "out_of_resources" | "compile_error" | "no model"
+    message: str = ""
+    shared: int | None = None         # static + dynamic bytes of one block
+    static_shared: int | None = None  # compiled only
+    regs: int | None = None           # registers per thread (compiled n_regs, or the estimate capped at 255)
+    regs_estimate: int | None = None  # a model's uncapped estimate (> 255 predicts spills)
+    spills: int | None = None         # compiled n_spills (local bytes / 4); None for a model
+    occupancy: Occupancy | None = None
+    pipeline: Any = None              # occmodel.pipeline.PipelineReport (compiled only)
+    result: Any = None                # the CompileResult (compiled only)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok" and self.occupancy is not None
+
+    @property
+    def fits(self) -> bool:
+        return self.ok and self.occupancy.fits
+
+    @property
+    def blocks_per_sm(self) -> int | None:
+        return self.occupancy.blocks_per_sm if self.occupancy else None
+
+    @property
+    def warps_per_sm(self) -> int | None:
+        return self.occupancy.warps_per_sm if self.occupancy else None
+
+    @property
+    def limiter(self) -> str | None:
+        if self.occupancy is None:
+            return None
+        return self.occupancy.limiter if self.occupancy.fits else "-"
+
+    @property
+    def reason(self) -> str:
+        """Why it does not fit or was not measured ('' when it fits)."""
+        if self.occupancy is None:
+            return self.message
+        return self.occupancy.reason
+
+    @property
+    def spills_predicted(self) -> bool:
+        return self.regs_estimate is not None and self.regs_estimate > 255
+
+    def row(self) -> dict[str, Any]:
+        """Plain fields for a report row or JSON."""
+        o = self.occupancy
+        return {"source": self.source, "status": self.status, "shared": self.shared, "regs": self.regs,
+                "spills": self.spills, "blocks_per_sm": o.blocks_per_sm if o else None,
+                "warps_per_sm": o.warps_per_sm if o else None,
+                "occupancy": round(o.occupancy, 4) if o else None, "limiter": self.limiter,
+                "message": self.message or (o.reason if o else "")}
+
+
+# ----------------------------------------------------------------- sources
+def from_result(spec: HardwareSpec, res: Any, cfg: Config | None = None, carveout: int | None = None,
+                pipeline: bool = True) -> Evidence:
+    """Evidence of one CompileResult: occupancy from its real registers and all shared
+    memory of a block (static + dynamic); the TTGIR's pipelining when it was kept."""
+    cfg = dict(cfg if cfg is not None else {"num_warps": res.num_warps, "num_stages": res.num_stages})
+    if not res.ok:
+        return Evidence(cfg, COMPILED, res.status, res.message, result=res)
+    threads = 32 * int(res.num_warps)
+    try:
+        occ = occupancy(spec, threads, min(res.n_regs, spec.sm.max_registers_per_thread), res.total_shared,
+                        carveout, with_headroom=False)
+    except ConfigError as exc:            # e.g. more threads than the spec allows per block
+        return Evidence(cfg, COMPILED, "ok", str(exc), res.total_shared, res.static_shared, res.n_regs,
+                        spills=res.n_spills, result=res)
+    rep = None
+    if pipeline and getattr(res, "ttgir", None):
+        from .pipeline import analyze
+        rep = analyze(res)
+    return Evidence(cfg, COMPILED, "ok", "", res.total_shared, res.static_shared, res.n_regs, None,
+                    res.n_spills, occ, rep, res)
+
+
+def compile_jobs(kernel: KernelCard, spec: HardwareSpec, cfgs: Sequence[Config]) -> list:
+    """The CompileJob of each config (IR kept: see the module doc)."""
+    from .compile_pool import CompileJob
+    return [CompileJob(kernel.kernel, signature=kernel.signature(c), constexprs=kernel.constexprs(c),
+                       arch=spec.arch, num_warps=int(c["num_warps"]), num_stages=int(c["num_stages"]),
+                       keep_ir=True) for c in cfgs]
+
+
+def compile_results(jobs: list, progress: bool = True) -> list:
+    """compile_many, with a CompileError that every job shares (bad arch, signature) said once."""
+    from .compile_pool import compile_many
+    if not jobs:
+        return []
+    try:
+        return compile_many(jobs, progress=progress)
+    except CompileError as exc:
+        raise CompileError(re.sub(r"^job \d+: ", "", str(exc))) from None
+
+
+def compiled(kernel: KernelCard, spec: HardwareSpec, cfgs: Sequence[Config], carveout: int | None = None,
+             progress: bool = True) -> list[Evidence]:
+    """Compile each config for spec.arch once (cached, parallel) and read its evidence."""
+    results = compile_results(compile_jobs(kernel, spec, cfgs), progress)
+    return [from_result(spec, r, c, carveout) for r, c in zip(results, cfgs)]
+
+
+def modelled(kernel: KernelCard, spec: HardwareSpec, cfgs: Sequence[Config],
+             carveout: int | None = None) -> list[Evidence]:
+    """The card's hand model for each config (vectorised); status "no model" where the
+    card has no expression for this arch/config."""
+    if not cfgs:
+        return []
+    cc = spec.compute_capability
+    if not all(kernel.has_model(cc, c) for c in cfgs):
+        return [Evidence(dict(c), CARD_MODEL, "no model",
+                         f"{kernel.name} has no hand model of shared memory and registers; compile instead")
+                for c in cfgs]
+    from .model import predict_many
+    p = predict_many(kernel, spec, list(cfgs), carveout)
+    out = []
+    for i, cfg in enumerate(cfgs):
+        regs_est = int(p["regs_estimate"][i])
+        occ = occupancy(spec, int(p["threads"][i]), min(regs_est, 255), int(p["shared"][i]), carveout,
+                        with_headroom=False)
+        out.append(Evidence(dict(cfg), CARD_MODEL, "ok", "", int(p["shared"][i]), None, min(regs_est, 255),
+                            regs_estimate=regs_est, occupancy=occ))
+    return out
+
+
+def gather(kernel: KernelCard, spec: HardwareSpec, cfgs: Sequence[Config], *, compile: bool | None = None,
+           carveout: int | None = None, progress: bool = True) -> list[Evidence]:
+    """Evidence for every config: compiled when `compile` is True, the hand model when it is
+    False, and when None (the default) the hand model if the kernel has one, else compiled."""
+    cfgs = list(cfgs)
+    if compile is None:
+        cc = spec.compute_capability
+        compile = not all(kernel.has_model(cc, c) for c in cfgs)
+    if compile:
+        return compiled(kernel, spec, cfgs, carveout, progress)
+    return modelled(kernel, spec, cfgs, carveout)
+
+
+def limiter_name(index: int) -> str:
+    return LIMITERS[index]
+
+
+# ----------------------------------------------------------------- premises
+def judge(base: Evidence, cand: Evidence):
+    """The premise of the change base -> cand (occmodel.premise), its mechanism decided
+    from this evidence: compiled pipelining and dot operand reads where both were compiled."""
+    from .premise import MECHANISM_UNCHECKED, OperandReads, Prefetch, StaticPremise, lever, static_premise
+    for who, ev in (("baseline", base), ("candidate", cand)):
+        if ev.status not in ("ok",):
+            what = lever(base.config, cand.config)
+            return StaticPremise(what, f"{what}: premise not stated", MECHANISM_UNCHECKED,
+                                 f"the {who} has no evidence ({ev.source} {ev.status}: {ev.message})")
+    source = base.source if base.source == cand.source else f"{base.source} / {cand.source}"
+    prefetch = operands = None
+    bp, cp = base.pipeline, cand.pipeline
+    if bp is not None and cp is not None:
+        from .pipeline import prefetch_change
+        prefetch = Prefetch(*prefetch_change(bp, cp))
+        bm, cm = bp.main, cp.main
+        if bm is not None and cm is not None and bm.dots and cm.dots:
+            operands = OperandReads(bm.shared_read_bytes, cm.shared_read_bytes,
+                                    sum(ld.slot_bytes for ld in bm.loads))
+    return static_premise(base.config, cand.config, base_warps=base.warps_per_sm or 0,
+                          cand_warps=cand.warps_per_sm or 0, base_shared=base.shared or 0,
+                          cand_shared=cand.shared or 0, cand_fits=cand.fits, source=source,
+                          prefetch=prefetch, operands=operands)

@@ -1,0 +1,116 @@
+"""The launcher contract: how validate and rank run a kernel that has no card.
+
+A launcher is the benchmark wrapper a kernel engineer already has, as plain
+functions in one Python file (torch imported inside them, so the file loads
+anywhere)::
+
+    POINTS = [{"M": 4096}, {"M": 16384}]     # optional: default workload points
+    BASELINE = {"BLOCK_M": 64, "num_warps": 4, "num_stages": 3}   # optional
+
+    def make_inputs(point, seed=0, device="cuda"): ...   # required: random inputs (a dict)
+    def launch(inputs, cfg): ...                          # required: kernel[grid](...); returns the output
+    def reference(inputs): ...                            # optional: torch reference -> correctness gate
+    def bytes_moved(point): ...                           # optional: unavoidable DRAM bytes per launch
+    def flops(point): ...                                 # optional
+    def grid(cfg, point): ...                             # optional: CTAs of one launch (rank needs it)
+    def loop_iterations(cfg, point): ...                  # optional: main-loop iterations per CTA (rank)
+    def example_args(cfg, point): ...                     # optional: launch args -> Triton's specialization
+    def torch_baseline(inputs): ...                       # optional: a torch version to time beside it
+
+`cfg` is a dict of the kernel's constexprs plus ``num_warps`` and ``num_stages``.
+``make_inputs`` may take only ``point``; ``seed`` and ``device`` are passed when it
+accepts them. In Python, build one directly: ``Launcher(make_inputs=..., launch=...)``.
+Pure: nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field, fields
+from types import ModuleType
+from typing import Any, Callable, Mapping
+
+from .errors import KernelError
+
+REQUIRED = ("make_inputs", "launch")
+OPTIONAL = ("reference", "bytes_moved", "flops", "grid", "loop_iterations", "example_args", "torch_baseline")
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """The GPU side of a bare kernel (see the module doc for each function's contract)."""
+
+    make_inputs: Callable[..., dict]
+    launch: Callable[[dict, Mapping[str, Any]], Any]
+    reference: Callable[[dict], Any] | None = None
+    bytes_moved: Callable[[Mapping[str, Any]], int] | None = None
+    flops: Callable[[Mapping[str, Any]], int] | None = None
+    grid: Callable[[Mapping[str, Any], Mapping[str, Any]], int] | None = None
+    loop_iterations: Callable[[Mapping[str, Any], Mapping[str, Any]], int] | None = None
+    example_args: Callable[[Mapping[str, Any], Mapping[str, Any]], Any] | None = None
+    torch_baseline: Callable[[dict], Any] | None = None
+    points: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
+    baseline: Mapping[str, Any] | None = None
+    name: str = ""
+
+    def __post_init__(self):
+        for f in REQUIRED + OPTIONAL:
+            value = getattr(self, f)
+            if value is not None and not callable(value):
+                raise KernelError(f"launcher {self.name or ''}: {f} is a {type(value).__name__}, not a function")
+
+    def inputs(self, point: Mapping[str, Any], device: str = "cuda", seed: int = 0) -> dict:
+        """make_inputs(point[, seed=][, device=]) with the keywords it accepts."""
+        try:
+            params = inspect.signature(self.make_inputs).parameters
+        except (TypeError, ValueError):
+            params = {}
+        kwargs = {k: v for k, v in (("seed", seed), ("device", device))
+                  if k in params or any(p.kind is p.VAR_KEYWORD for p in params.values())}
+        return self.make_inputs(dict(point), **kwargs)
+
+    @property
+    def provides(self) -> list[str]:
+        """The optional functions this launcher has (for reports)."""
+        return [f for f in OPTIONAL if getattr(self, f) is not None]
+
+
+def from_module(module: ModuleType | Any, name: str = "") -> Launcher:
+    """A Launcher from a module's (or any object's) attributes; KernelError naming what is missing."""
+    missing = [f for f in REQUIRED if not callable(getattr(module, f, None))]
+    where = name or getattr(module, "__file__", None) or getattr(module, "__name__", repr(module))
+    if missing:
+        have = [f for f in REQUIRED + OPTIONAL if callable(getattr(module, f, None))]
+        raise KernelError(f"launcher {where} has no {' and no '.join(missing)} function "
+                          f"(required: make_inputs(point) and launch(inputs, cfg); it has: "
+                          f"{', '.join(have) or 'none of the launcher functions'})")
+    points = getattr(module, "POINTS", ()) or ()
+    if isinstance(points, Mapping) or not all(isinstance(p, Mapping) for p in points):
+        raise KernelError(f"launcher {where}: POINTS must be a list of dicts, e.g. [{{'M': 4096}}]")
+    baseline = getattr(module, "BASELINE", None)
+    if baseline is not None and not isinstance(baseline, Mapping):
+        raise KernelError(f"launcher {where}: BASELINE must be a dict, e.g. {{'BLOCK_M': 64, 'num_warps': 4}}")
+    kwargs = {f: getattr(module, f, None) for f in REQUIRED + OPTIONAL}
+    return Launcher(**kwargs, points=tuple(dict(p) for p in points), baseline=baseline, name=str(where))
+
+
+def load_launcher(where: str | Launcher | ModuleType) -> Launcher:
+    """``path/to/launcher.py`` (or ``package.module``), a module, or a Launcher."""
+    if isinstance(where, Launcher):
+        return where
+    if isinstance(where, ModuleType):
+        return from_module(where)
+    from .card import import_file
+    text = str(where)
+    if text.endswith(".py") or "/" in text:
+        return from_module(import_file(text), text)
+    import importlib
+    try:
+        module = importlib.import_module(text)
+    except Exception as exc:
+        raise KernelError(f"cannot import launcher {text!r}: {type(exc).__name__}: {exc}".splitlines()[0]) from None
+    return from_module(module, text)
+
+
+def field_names() -> list[str]:
+    return [f.name for f in fields(Launcher)]
