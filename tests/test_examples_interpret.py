@@ -44,12 +44,24 @@ CASES: dict[str, dict[str, tuple[dict, dict]]] = {
         "noncausal_bf16": ({"B": 1, "H": 2, "S": 100, "D": 32, "causal": 0, "dtype": "bf16"},
                            {"BLOCK_M": 32, "BLOCK_N": 64, "num_warps": 4, "num_stages": 2}),
     },
+    "rmsnorm": {
+        "ragged_chunks_fp32": ({"M": 7, "N": 1000, "dtype": "fp32"},
+                               {"BLOCK_N": 256, "num_warps": 4, "num_stages": 2}),
+        "one_row_many_chunks_fp16": ({"M": 1, "N": 333, "dtype": "fp16"},
+                                     {"BLOCK_N": 16, "num_warps": 1, "num_stages": 3}),
+        "block_wider_than_row_bf16": ({"M": 5, "N": 300, "dtype": "bf16"},
+                                      {"BLOCK_N": 512, "num_warps": 8, "num_stages": 1}),
+        "exact_chunks_bf16": ({"M": 3, "N": 512, "dtype": "bf16"},
+                              {"BLOCK_N": 128, "num_warps": 2, "num_stages": 2}),
+    },
 }
 
 # kernel module -> configs compiled for each arch at the module's first POINT
 COMPILE_CFGS: dict[str, list[dict]] = {
     "flash_attention": [{"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 8, "num_stages": 2},
                         {"BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 4, "num_stages": 3}],
+    "rmsnorm": [{"BLOCK_N": 1024, "num_warps": 4, "num_stages": 2},
+                {"BLOCK_N": 4096, "num_warps": 16, "num_stages": 1}],
 }
 
 
