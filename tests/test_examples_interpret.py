@@ -54,6 +54,20 @@ CASES: dict[str, dict[str, tuple[dict, dict]]] = {
         "exact_chunks_bf16": ({"M": 3, "N": 512, "dtype": "bf16"},
                               {"BLOCK_N": 128, "num_warps": 2, "num_stages": 2}),
     },
+    "splitk_gemm": {
+        "ragged_all_dims_split3_fp32": ({"M": 37, "N": 45, "K": 300, "dtype": "fp32"},
+                                        {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "SPLIT_K": 3,
+                                         "num_warps": 4, "num_stages": 2}),
+        "no_split_fp16": ({"M": 40, "N": 70, "K": 100, "dtype": "fp16"},
+                          {"BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_K": 16, "SPLIT_K": 1,
+                           "num_warps": 4, "num_stages": 3}),
+        "empty_last_split_bf16": ({"M": 20, "N": 33, "K": 70, "dtype": "bf16"},
+                                  {"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 16, "SPLIT_K": 4,
+                                   "num_warps": 2, "num_stages": 2}),
+        "m_equals_1_split8_fp16": ({"M": 1, "N": 50, "K": 513, "dtype": "fp16"},
+                                   {"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 32, "SPLIT_K": 8,
+                                    "num_warps": 4, "num_stages": 1}),
+    },
 }
 
 # kernel module -> configs compiled for each arch at the module's first POINT
@@ -62,6 +76,8 @@ COMPILE_CFGS: dict[str, list[dict]] = {
                         {"BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 4, "num_stages": 3}],
     "rmsnorm": [{"BLOCK_N": 1024, "num_warps": 4, "num_stages": 2},
                 {"BLOCK_N": 4096, "num_warps": 16, "num_stages": 1}],
+    "splitk_gemm": [{"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "SPLIT_K": 4, "num_warps": 4, "num_stages": 3},
+                    {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "SPLIT_K": 1, "num_warps": 4, "num_stages": 4}],
 }
 
 
