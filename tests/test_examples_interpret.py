@@ -68,6 +68,16 @@ CASES: dict[str, dict[str, tuple[dict, dict]]] = {
                                    {"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 32, "SPLIT_K": 8,
                                     "num_warps": 4, "num_stages": 1}),
     },
+    "moe_gather": {
+        "topk3_padded_fp32": ({"T": 13, "D": 100, "E": 5, "topk": 3, "dtype": "fp32"},
+                              {"BLOCK_T": 4, "BLOCK_D": 32, "num_warps": 4, "num_stages": 2}),
+        "one_token_topk1_fp16": ({"T": 1, "D": 48, "E": 4, "topk": 1, "dtype": "fp16"},
+                                 {"BLOCK_T": 2, "BLOCK_D": 16, "num_warps": 1, "num_stages": 1}),
+        "ragged_tokens_and_hidden_bf16": ({"T": 37, "D": 257, "E": 8, "topk": 2, "dtype": "bf16"},
+                                          {"BLOCK_T": 8, "BLOCK_D": 64, "num_warps": 2, "num_stages": 3}),
+        "block_wider_than_row_fp16": ({"T": 9, "D": 200, "E": 16, "topk": 6, "dtype": "fp16"},
+                                      {"BLOCK_T": 1, "BLOCK_D": 512, "num_warps": 4, "num_stages": 2}),
+    },
 }
 
 # kernel module -> configs compiled for each arch at the module's first POINT
@@ -78,6 +88,8 @@ COMPILE_CFGS: dict[str, list[dict]] = {
                 {"BLOCK_N": 4096, "num_warps": 16, "num_stages": 1}],
     "splitk_gemm": [{"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "SPLIT_K": 4, "num_warps": 4, "num_stages": 3},
                     {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "SPLIT_K": 1, "num_warps": 4, "num_stages": 4}],
+    "moe_gather": [{"BLOCK_T": 4, "BLOCK_D": 256, "num_warps": 4, "num_stages": 2},
+                   {"BLOCK_T": 16, "BLOCK_D": 128, "num_warps": 8, "num_stages": 3}],
 }
 
 
