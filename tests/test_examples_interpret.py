@@ -78,6 +78,16 @@ CASES: dict[str, dict[str, tuple[dict, dict]]] = {
         "block_wider_than_row_fp16": ({"T": 9, "D": 200, "E": 16, "topk": 6, "dtype": "fp16"},
                                       {"BLOCK_T": 1, "BLOCK_D": 512, "num_warps": 4, "num_stages": 2}),
     },
+    "softmax_online": {
+        "ragged_chunks_fp32": ({"M": 6, "N": 1000, "dtype": "fp32"},
+                               {"BLOCK_N": 128, "num_warps": 4, "num_stages": 2}),
+        "one_column_fp16": ({"M": 3, "N": 1, "dtype": "fp16"},
+                            {"BLOCK_N": 16, "num_warps": 1, "num_stages": 1}),
+        "tail_chunk_of_one_bf16": ({"M": 4, "N": 257, "dtype": "bf16"},
+                                   {"BLOCK_N": 64, "num_warps": 2, "num_stages": 3}),
+        "block_wider_than_row_fp16": ({"M": 5, "N": 300, "dtype": "fp16"},
+                                      {"BLOCK_N": 1024, "num_warps": 8, "num_stages": 2}),
+    },
 }
 
 # kernel module -> configs compiled for each arch at the module's first POINT
@@ -90,6 +100,8 @@ COMPILE_CFGS: dict[str, list[dict]] = {
                     {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "SPLIT_K": 1, "num_warps": 4, "num_stages": 4}],
     "moe_gather": [{"BLOCK_T": 4, "BLOCK_D": 256, "num_warps": 4, "num_stages": 2},
                    {"BLOCK_T": 16, "BLOCK_D": 128, "num_warps": 8, "num_stages": 3}],
+    "softmax_online": [{"BLOCK_N": 2048, "num_warps": 8, "num_stages": 2},
+                       {"BLOCK_N": 256, "num_warps": 1, "num_stages": 3}],
 }
 
 
