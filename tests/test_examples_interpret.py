@@ -1,0 +1,206 @@
+"""The example kernels under examples/ (bare @triton.jit kernels + launchers) against
+their torch references on the CPU through Triton's interpreter, and compiled for
+sm_120 and sm_90 from their own ``example_args``.
+
+As in test_kernels_interpret.py, the interpreter must be chosen before triton is
+imported, so each kernel's cases run in a subprocess (this file run as a script:
+``python tests/test_examples_interpret.py flash_attention``) that prints one JSON
+line; the tests assert per case. bf16 dot operands are widened to fp32 inside the
+interpreter only (its tl.dot multiplies bf16 bit patterns; see that file).
+
+Shapes are small and odd: sequence / row / K lengths that are no multiple of any
+block, a single row, blocks larger than the problem. Tolerances are per dtype,
+relative to the largest reference magnitude (the kernels round a P tile or the
+output to the input dtype, so a few ulps of that dtype, never more).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve()
+EXAMPLES = HERE.parent.parent / "examples"
+TOL = {"fp32": 1e-4, "bf16": 1e-2, "fp16": 2e-3}     # x max|ref|, absolute, per element
+GROUP_TIMEOUT_S = 300
+
+# kernel module -> case name -> (point, cfg)
+CASES: dict[str, dict[str, tuple[dict, dict]]] = {
+    "flash_attention": {
+        "odd_seq_fp32": ({"B": 2, "H": 3, "S": 45, "D": 16, "causal": 0, "dtype": "fp32"},
+                         {"BLOCK_M": 16, "BLOCK_N": 16, "num_warps": 4, "num_stages": 2}),
+        "odd_seq_causal_fp16": ({"B": 1, "H": 2, "S": 77, "D": 32, "causal": 1, "dtype": "fp16"},
+                                {"BLOCK_M": 32, "BLOCK_N": 16, "num_warps": 4, "num_stages": 2}),
+        "causal_bn_gt_bm_bf16": ({"B": 2, "H": 1, "S": 50, "D": 64, "causal": 1, "dtype": "bf16"},
+                                 {"BLOCK_M": 16, "BLOCK_N": 32, "num_warps": 2, "num_stages": 3}),
+        "one_token_block_bigger_fp16": ({"B": 1, "H": 2, "S": 1, "D": 16, "causal": 1, "dtype": "fp16"},
+                                        {"BLOCK_M": 64, "BLOCK_N": 64, "num_warps": 4, "num_stages": 1}),
+        "noncausal_bf16": ({"B": 1, "H": 2, "S": 100, "D": 32, "causal": 0, "dtype": "bf16"},
+                           {"BLOCK_M": 32, "BLOCK_N": 64, "num_warps": 4, "num_stages": 2}),
+    },
+    "rmsnorm": {
+        "ragged_chunks_fp32": ({"M": 7, "N": 1000, "dtype": "fp32"},
+                               {"BLOCK_N": 256, "num_warps": 4, "num_stages": 2}),
+        "one_row_many_chunks_fp16": ({"M": 1, "N": 333, "dtype": "fp16"},
+                                     {"BLOCK_N": 16, "num_warps": 1, "num_stages": 3}),
+        "block_wider_than_row_bf16": ({"M": 5, "N": 300, "dtype": "bf16"},
+                                      {"BLOCK_N": 512, "num_warps": 8, "num_stages": 1}),
+        "exact_chunks_bf16": ({"M": 3, "N": 512, "dtype": "bf16"},
+                              {"BLOCK_N": 128, "num_warps": 2, "num_stages": 2}),
+    },
+    "splitk_gemm": {
+        "ragged_all_dims_split3_fp32": ({"M": 37, "N": 45, "K": 300, "dtype": "fp32"},
+                                        {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "SPLIT_K": 3,
+                                         "num_warps": 4, "num_stages": 2}),
+        "no_split_fp16": ({"M": 40, "N": 70, "K": 100, "dtype": "fp16"},
+                          {"BLOCK_M": 32, "BLOCK_N": 64, "BLOCK_K": 16, "SPLIT_K": 1,
+                           "num_warps": 4, "num_stages": 3}),
+        "empty_last_split_bf16": ({"M": 20, "N": 33, "K": 70, "dtype": "bf16"},
+                                  {"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 16, "SPLIT_K": 4,
+                                   "num_warps": 2, "num_stages": 2}),
+        "m_equals_1_split8_fp16": ({"M": 1, "N": 50, "K": 513, "dtype": "fp16"},
+                                   {"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 32, "SPLIT_K": 8,
+                                    "num_warps": 4, "num_stages": 1}),
+    },
+    "moe_gather": {
+        "topk3_padded_fp32": ({"T": 13, "D": 100, "E": 5, "topk": 3, "dtype": "fp32"},
+                              {"BLOCK_T": 4, "BLOCK_D": 32, "num_warps": 4, "num_stages": 2}),
+        "one_token_topk1_fp16": ({"T": 1, "D": 48, "E": 4, "topk": 1, "dtype": "fp16"},
+                                 {"BLOCK_T": 2, "BLOCK_D": 16, "num_warps": 1, "num_stages": 1}),
+        "ragged_tokens_and_hidden_bf16": ({"T": 37, "D": 257, "E": 8, "topk": 2, "dtype": "bf16"},
+                                          {"BLOCK_T": 8, "BLOCK_D": 64, "num_warps": 2, "num_stages": 3}),
+        "block_wider_than_row_fp16": ({"T": 9, "D": 200, "E": 16, "topk": 6, "dtype": "fp16"},
+                                      {"BLOCK_T": 1, "BLOCK_D": 512, "num_warps": 4, "num_stages": 2}),
+    },
+    "softmax_online": {
+        "ragged_chunks_fp32": ({"M": 6, "N": 1000, "dtype": "fp32"},
+                               {"BLOCK_N": 128, "num_warps": 4, "num_stages": 2}),
+        "one_column_fp16": ({"M": 3, "N": 1, "dtype": "fp16"},
+                            {"BLOCK_N": 16, "num_warps": 1, "num_stages": 1}),
+        "tail_chunk_of_one_bf16": ({"M": 4, "N": 257, "dtype": "bf16"},
+                                   {"BLOCK_N": 64, "num_warps": 2, "num_stages": 3}),
+        "block_wider_than_row_fp16": ({"M": 5, "N": 300, "dtype": "fp16"},
+                                      {"BLOCK_N": 1024, "num_warps": 8, "num_stages": 2}),
+    },
+}
+
+# kernel module -> configs compiled for each arch at the module's first POINT
+COMPILE_CFGS: dict[str, list[dict]] = {
+    "flash_attention": [{"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 8, "num_stages": 2},
+                        {"BLOCK_M": 64, "BLOCK_N": 32, "num_warps": 4, "num_stages": 3}],
+    "rmsnorm": [{"BLOCK_N": 1024, "num_warps": 4, "num_stages": 2},
+                {"BLOCK_N": 4096, "num_warps": 16, "num_stages": 1}],
+    "splitk_gemm": [{"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "SPLIT_K": 4, "num_warps": 4, "num_stages": 3},
+                    {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "SPLIT_K": 1, "num_warps": 4, "num_stages": 4}],
+    "moe_gather": [{"BLOCK_T": 4, "BLOCK_D": 256, "num_warps": 4, "num_stages": 2},
+                   {"BLOCK_T": 16, "BLOCK_D": 128, "num_warps": 8, "num_stages": 3}],
+    "softmax_online": [{"BLOCK_N": 2048, "num_warps": 8, "num_stages": 2},
+                       {"BLOCK_N": 256, "num_warps": 1, "num_stages": 3}],
+}
+
+
+def load_example(name: str):
+    """An examples/ file as a module (examples/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(f"occmodel_example_{name}", EXAMPLES / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+# ----------------------------------------------------------------- the subprocess side
+def _compare(out, ref, dtype: str) -> dict:
+    import torch
+
+    out = out.float()
+    scale = float(ref.abs().max())
+    tol = TOL[dtype] * max(scale, 1e-6)
+    diff = (out - ref).abs()
+    bad = (diff > tol) | ~torch.isfinite(out)
+    return {"n_bad": int(bad.sum()), "numel": out.numel(), "max_err": float(diff.max()), "tol": tol,
+            "scale": scale, "shape": list(out.shape)}
+
+
+def _main(kernel: str) -> None:
+    assert os.environ.get("TRITON_INTERPRET") == "1", "run with TRITON_INTERPRET=1"
+    sys.path.insert(0, str(HERE.parent))
+    from test_kernels_interpret import _patch_interpreter_bf16_dot
+    _patch_interpreter_bf16_dot()
+    mod = load_example(kernel)
+    results = {}
+    for name, (point, cfg) in CASES[kernel].items():
+        try:
+            inputs = mod.make_inputs(point, seed=len(name), device="cpu")
+            out = mod.launch(inputs, cfg)
+            results[name] = _compare(out, mod.reference(inputs), point["dtype"])
+        except Exception as exc:          # reported per case by the test
+            results[name] = {"error": f"{type(exc).__name__}: {exc}"}
+    print(json.dumps(results))
+
+
+# ----------------------------------------------------------------- the pytest side
+_RESULTS: dict[str, dict] = {}
+
+
+def _results(kernel: str) -> dict:
+    if kernel not in _RESULTS:
+        env = dict(os.environ, TRITON_INTERPRET="1", PYTHONWARNINGS="ignore",
+                   TRITON_DEFAULT_FP_FUSION=os.environ.get("TRITON_DEFAULT_FP_FUSION", "1"))
+        env.pop("CUDA_VISIBLE_DEVICES", None)
+        proc = subprocess.run([sys.executable, str(HERE), kernel], env=env, capture_output=True, text=True,
+                              timeout=GROUP_TIMEOUT_S, cwd=HERE.parent.parent)
+        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+        if proc.returncode != 0 or not lines:
+            pytest.fail(f"interpreter subprocess for {kernel!r} failed (rc {proc.returncode}):\n"
+                        f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+        _RESULTS[kernel] = json.loads(lines[-1])
+    return _RESULTS[kernel]
+
+
+@pytest.mark.parametrize("kernel,name", [(k, n) for k, cases in CASES.items() for n in cases])
+def test_example_matches_reference(kernel, name):
+    res = _results(kernel)[name]
+    assert "error" not in res, f"{kernel}/{name}: {res.get('error')}"
+    assert res["n_bad"] == 0, (f"{kernel}/{name}: {res['n_bad']} of {res['numel']} elements differ from the "
+                               f"reference by more than {res['tol']:.3g} (max error {res['max_err']:.3g}, "
+                               f"max |ref| {res['scale']:.3g})")
+
+
+@pytest.mark.parametrize("kernel", list(CASES))
+def test_launcher_contract(kernel):
+    """The module imports without a GPU and carries the contract's functions, with
+    sane numbers at every default point."""
+    mod = load_example(kernel)
+    for fn in ("make_inputs", "launch", "reference", "bytes_moved", "flops", "grid", "loop_iterations",
+               "example_args"):
+        assert callable(getattr(mod, fn, None)), f"{kernel} lacks {fn}"
+    assert mod.POINTS, f"{kernel} has no default POINTS"
+    cfg = COMPILE_CFGS[kernel][0]
+    for point in mod.POINTS:
+        # one launch moves more than the H200's 50 MB L2, several times over
+        assert mod.bytes_moved(point) > 4 * 50e6, (kernel, point)
+        assert mod.flops(point) > 0 and mod.grid(cfg, point) >= 1 and mod.loop_iterations(cfg, point) >= 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arch", ["sm_120", "sm_90"])
+@pytest.mark.parametrize("kernel", list(COMPILE_CFGS))
+def test_example_compiles(shared_cache, kernel, arch):
+    from occmodel import compile_kernel
+
+    mod = load_example(kernel)
+    for cfg in COMPILE_CFGS[kernel]:
+        args = mod.example_args(cfg, mod.POINTS[0])
+        res = compile_kernel(mod._kernel, args=args, arch=arch, num_warps=cfg["num_warps"],
+                             num_stages=cfg["num_stages"])
+        assert res.status == "ok", f"{kernel} {cfg} on {arch}: {res.status}: {res.message}"
+        assert res.n_regs > 0 and res.shared >= 0
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1])
