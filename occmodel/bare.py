@@ -62,6 +62,7 @@ class BareParam(Param):
 class BareKernel(KernelCard):
     fn: Any = None                                   # the JITFunction
     fixed_signature: dict[str, str] | None = None    # from `signature`
+    from_example: tuple[str, ...] = ()               # constexprs whose value came from the example arguments
     args_fn: Callable[..., Any] | None = None        # from `args`
     launcher: Launcher | None = None
     _specs: dict = field(default_factory=dict, repr=False)
@@ -112,10 +113,13 @@ class BareKernel(KernelCard):
     def specialization_source(self) -> str:
         if self.fixed_signature is not None:
             return "--signature as given"
+        where = f" at point {dict(self.default_points[0])}" if self.default_points else ""
+        taken = (f"; constexpr {', '.join(self.from_example)} taken from those arguments (override with "
+                 f"--baseline)" if self.from_example else "")
         if self.args_fn is not None:
-            return "derived from the --args function's example arguments, as Triton's launcher specializes"
+            return "derived from the --args function's example arguments, as Triton's launcher specializes" + taken
         if self.launcher is not None and self.launcher.example_args is not None:
-            return "derived from the launcher's example_args, as Triton's launcher specializes"
+            return f"derived from the launcher's example_args{where}, as Triton's launcher specializes" + taken
         return "none given"
 
     # ---------------------------------------------------------- workload
@@ -250,6 +254,24 @@ def _as_mapping(fn, values: Any, who: str) -> dict[str, Any]:
                       "name -> value dict")
 
 
+def _defaults_from_example(fn, params: list, source: Callable, launcher, points) -> list:
+    """Constexprs without a Python default take their value in the example arguments of the
+    baseline at the first default point (e.g. HEAD_DIM from the tensors' shape)."""
+    cfg = {p.name: p.default for p in params}
+    cfg.update({"num_warps": 4, "num_stages": 3})
+    cfg.update((launcher.baseline or {}) if launcher is not None else {})
+    try:
+        values = _as_mapping(fn, _call(source, cfg, points), "the example arguments")
+    except (KernelError, ConfigError):
+        return params                  # check() will name what is missing
+    out = []
+    for p in params:
+        if p.default is None and values.get(p.name) is not None:
+            p = BareParam(p.name, values[p.name], "constexpr of the kernel (value from the example arguments)")
+        out.append(p)
+    return out
+
+
 def bare_kernel(fn, *, signature: str | Mapping[str, str] | None = None, args: Callable | None = None,
                 launcher: Launcher | None = None, name: str | None = None) -> BareKernel:
     """A BareKernel for `fn` (a @triton.jit function, possibly autotuned). `signature` and
@@ -273,6 +295,10 @@ def bare_kernel(fn, *, signature: str | Mapping[str, str] | None = None, args: C
     if clash:
         raise KernelError(f"{jf.__name__} has a constexpr named {clash[0]!r}, which occmodel reserves for the launch")
     points = tuple(launcher.points) if launcher is not None else ()
+    source = args if args is not None else (launcher.example_args if launcher is not None else None)
+    missing = [p.name for p in params if p.default is None]
+    if missing and source is not None and signature is None:
+        params = _defaults_from_example(jf, params, source, launcher, points)
     workload = ()
     if points:
         keys = list(dict.fromkeys(k for p in points for k in p))
@@ -285,5 +311,6 @@ def bare_kernel(fn, *, signature: str | Mapping[str, str] | None = None, args: C
                         params=tuple(params), baseline=baseline, kernel=jf, workload_params=workload,
                         default_points=points, fn=jf, args_fn=args, launcher=launcher,
                         fixed_signature=None if signature is None else parse_signature(jf, signature))
+    kernel.from_example = tuple(p.name for p in params if p.doc.endswith("(value from the example arguments)"))
     kernel.specialization = kernel.specialization_source()
     return kernel

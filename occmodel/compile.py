@@ -464,6 +464,7 @@ def _compile(req: _Request, keep_ir: bool) -> tuple[CompileResult, bool]:
     types = {n: s.partition(":")[0] for n, s in req.signature.items()}
     divisible = {n for n, s in req.signature.items() if s.endswith(":16")}
     constants = dict(req.constants, **{n: 1 for n, s in req.signature.items() if s.endswith(":1")})
+    _log_compile(req.key)
     start = time.perf_counter()
     with _LOCK:
         try:
@@ -489,6 +490,19 @@ def _compile(req: _Request, keep_ir: bool) -> tuple[CompileResult, bool]:
                         ptxas_version=cub.ptxas_version or tc.ptxas_version(req.cc),
                         compile_seconds=round(seconds, 3), **base, **ir)
     return res, True
+
+
+def _log_compile(key: str) -> None:
+    """Append the key of a real (uncached) compile to $OCCMODEL_COMPILE_LOG, if set: how the
+    tests count compiles across worker processes (one short O_APPEND write per compile)."""
+    path = os.environ.get("OCCMODEL_COMPILE_LOG")
+    if path:
+        with contextlib.suppress(OSError):
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, f"{key}\n".encode())
+            finally:
+                os.close(fd)
 
 
 def _classify(exc: BaseException, captured: str) -> tuple[str, str, str]:

@@ -18,10 +18,10 @@ Defines = Sequence[tuple[str, Sequence[Any]]]      # [(NAME, [V1, V2, ...]), ...
 
 def baseline(kernel: KernelCard, given: Mapping[str, Any] | None = None, fixed: Mapping[str, Any] | None = None,
              fill: Defines = ()) -> Config:
-    """The kernel's baseline, with `given` (a --baseline) on top of its defaults, then `fixed`.
+    """The kernel's baseline with `given` (a --baseline) on top, then `fixed`.
     `fill` (a sweep's lists) supplies the first listed value of a parameter that has no value
     otherwise (a bare kernel's constexpr without a default)."""
-    start = dict(kernel.baseline if given is None else given)
+    start = {**kernel.baseline, **(given or {})}
     for name, values in fill:
         if values and name not in start and kernel.param(name).default is None:
             start[name] = values[0]

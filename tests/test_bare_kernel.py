@@ -1,0 +1,161 @@
+"""Your kernel, no card: every command on a bare @triton.jit kernel (tests/user_kernel/mm.py),
+with its types given as --signature or derived from example arguments (--args, or the
+launcher's example_args), compiled numbers checked against cuobjdump, and compiles counted."""
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from occmodel import compile_kernel
+from occmodel.source import load_source
+
+HERE = Path(__file__).parent
+MM = str(HERE / "user_kernel" / "mm.py")
+KERNEL = f"{MM}:mm_kernel"
+SIG = "*fp16:16,*fp16:16,*fp16:16,i32:16,i32:16,i32:16,i32:16,i32:16,i32:16"     # positional, runtime params
+SIG_NAMED = ("A=*fp16:16,B=*fp16:16,C=*fp16:16,M=i32:16,N=i32:16,K=i32:16,stride_am=i32:16,stride_bk=i32:16,"
+             "stride_cm=i32:16")
+TILES = ["--baseline", "BM=64,BN=64,BK=32"]
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    e = dict(os.environ)
+    e["OCCMODEL_CACHE_DIR"] = str(tmp_path_factory.mktemp("bare-cache"))
+    e["OCCMODEL_COMPILE_LOG"] = str(tmp_path_factory.mktemp("bare-log") / "compiles.log")
+    return e
+
+
+def occ(env, *args, rc=0):
+    proc = subprocess.run([sys.executable, "-m", "occmodel", *map(str, args)], capture_output=True, text=True,
+                          env=env, timeout=900)
+    assert proc.returncode == rc, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    return proc
+
+
+def doc(env, *args):
+    return json.loads(occ(env, *args, "--format", "json").stdout)
+
+
+def compiles(env) -> Counter:
+    path = Path(env["OCCMODEL_COMPILE_LOG"])
+    return Counter(path.read_text().split()) if path.exists() else Counter()
+
+
+def section(d, start):
+    return next(s for s in d["sections"] if s["title"].startswith(start))
+
+
+# --------------------------------------------------------------- the library
+def test_a_bare_kernel_is_a_card_that_knows_nothing_more():
+    k = load_source(KERNEL, signature=SIG)
+    assert k.kind == "bare kernel" and [p.name for p in k.params] == ["BM", "BN", "BK"]
+    cfg = k.resolve({"BM": 64, "BN": 64, "BK": 32})
+    assert cfg == {"BM": 64, "BN": 64, "BK": 32, "num_warps": 4, "num_stages": 3}   # Triton's launch defaults
+    # the positional form names the runtime parameters in order; the NAME=TYPE form is the same signature
+    assert k.signature(cfg) == load_source(KERNEL, signature=SIG_NAMED).signature(cfg)
+    assert k.constexprs(cfg) == {"BM": 64, "BN": 64, "BK": 32}
+    assert k.shared_memory((12, 0), cfg) is None and k.grid(cfg, {}) is None and not k.has_launcher()
+
+
+def test_the_launcher_supplies_baseline_points_and_workload():
+    k = load_source(KERNEL, launcher=MM)
+    cfg = k.resolve()                                   # BASELINE from the launcher file
+    assert cfg == {"BM": 64, "BN": 64, "BK": 32, "num_warps": 4, "num_stages": 2}
+    assert k.default_points[0] == {"M": 512, "N": 512, "K": 512} and k.has_launcher() and k.has_reference()
+    pt = k.resolve_point({"M": 1024, "N": 256, "K": 2048})
+    # 1024/64 x 256/64 = 64 CTAs, 2048/32 = 64 K steps, 2 B x (M K + K N + M N)
+    assert (k.grid(cfg, pt), k.loop_iterations(cfg, pt)) == (64, 64)
+    assert k.bytes_moved(cfg, pt) == 2 * (1024 * 2048 + 2048 * 256 + 1024 * 256)
+    # the launcher's example_args (meta tensors, 512s) give the launcher's specialization: all ':16'
+    assert set(k.signature(cfg).values()) == {"*fp16:16", "i32:16"}
+
+
+def test_args_derive_a_different_specialization_than_a_plain_signature(tmp_path):
+    hinted = load_source(KERNEL, signature=SIG)
+    odd = load_source(KERNEL, args=f"{MM}:odd_args")          # 1000 x 1000: no ':16' on the ints
+    cfg = {"BM": 64, "BN": 64, "BK": 32, "num_warps": 4, "num_stages": 3}
+    sig_odd = odd.signature(odd.resolve(cfg))
+    assert sig_odd["stride_am"] == "i32" and sig_odd["A"] == "*fp16:16"
+    a = compile_kernel(hinted.kernel, hinted.signature(cfg), hinted.constexprs(cfg), arch="sm_90", num_warps=4,
+                       num_stages=3, cache=False)
+    b = compile_kernel(odd.kernel, sig_odd, odd.constexprs(cfg), arch="sm_90", num_warps=4, num_stages=3, cache=False)
+    # without ':16' on the strides the loads cannot be vectorised or pipelined: shared memory differs
+    assert (a.total_shared, a.n_regs) != (b.total_shared, b.n_regs)
+
+
+# ------------------------------------------------------------------ commands
+def test_compile_signature_form_matches_cuobjdump(env, tmp_path):
+    from test_compile import assert_matches_cuobjdump
+    d = doc(env, "compile", "--kernel", KERNEL, "--signature", SIG, *TILES, "--stages", "2,3", "--spec", "sm_90")
+    rows = d["sections"][0]["rows"]
+    assert [r["num_stages"] for r in rows] == [2, 3] and all(r["status"] == "ok" for r in rows)
+    k = load_source(KERNEL, signature=SIG)
+    for row in rows:
+        cfg = k.resolve({"BM": 64, "BN": 64, "BK": 32, "num_stages": row["num_stages"]})
+        ind = compile_kernel(k.kernel, k.signature(cfg), k.constexprs(cfg), arch="sm_90", num_warps=4,
+                             num_stages=row["num_stages"], keep_ir=True, cache=False)
+        assert_matches_cuobjdump(ind, tmp_path)              # the cubin read independently
+        assert (row["shared"], row["regs"], row["spills"]) == (ind.total_shared, ind.n_regs, ind.n_spills)
+
+
+def test_predict_table_compile_args_form_and_one_compile_per_config(env):
+    before = compiles(env)
+    args = ["--kernel", KERNEL, "--args", f"{MM}:odd_args", *TILES, "--spec", "sm_90"]
+    p = doc(env, "predict", *args[:-4], "--baseline", "BM=64,BN=64,BK=32,num_stages=2", "--spec", "sm_90",
+            "--stages", "3")
+    assert p["source"] == "compiled" and "model" not in p
+    prem = section(p, "Premise")["rows"][0]
+    assert prem["mechanism"] in ("holds", "fails") and "TTGIR" in prem["why"]   # decided from the compiled IR
+    t = doc(env, "table", *args, "--stages", "2,3", "--warps", "4")
+    rows = t["sections"][0]["rows"]
+    assert [r["source"] for r in rows] == ["compiled", "compiled"]
+    c = doc(env, "compile", *args, "--stages", "2,3", "--pipeline")
+    assert [r["shared"] for r in c["sections"][0]["rows"]] == [r["shared"] for r in rows]
+    # predict compiles the baseline (num_stages=2) and the candidate (3); table and
+    # compile --pipeline list the same two configs: each is compiled exactly once, its IR kept the first time
+    new = compiles(env) - before
+    assert new and max(new.values()) == 1 and len(new) == 2, new
+
+
+def test_fit_plot_and_accuracy_on_a_bare_kernel(env, tmp_path):
+    f = doc(env, "fit", "--kernel", KERNEL, "--signature", SIG, "--baseline", "BM=64,BN=64", "-D", "BK=16,32,64",
+            "--stages", "2,3", "--spec", "sm_90", "--sample", "0.5")
+    assert f["held_out"]["shared"]["exact"]
+    out = tmp_path / "h.svg"
+    h = doc(env, "plot", "heatmap", "--kernel", KERNEL, "--signature", SIG, *TILES, "--x", "num_warps=4,8",
+            "--y", "num_stages=2,3", "--out", out, "--spec", "sm_90")
+    assert out.exists() and {r["source"] for r in h["sections"][0]["rows"]} == {"compiled"}
+    proc = occ(env, "accuracy", "--kernel", KERNEL, "--signature", SIG, rc=2)
+    assert "no hand model" in proc.stderr and "occmodel fit" in proc.stderr
+
+
+def test_rank_and_validate_dry_run_with_a_launcher(env):
+    args = ["--kernel", KERNEL, "--launcher", MM, "--spec", "sm_90"]
+    r = doc(env, "rank", *args, "--stages", "2,3", "--compiled")
+    assert len(r["estimates"]) == 2 and all(e["total_s"] for row in r["estimates"] for e in row)
+    v = doc(env, "validate", *args, "--candidate", "num_stages=3", "--dry-run")
+    what = {row["item"]: row["value"] for row in v["sections"][0]["rows"]}
+    assert what["correctness"].startswith("correctness gated")
+    static = section(v, "Static picture")["rows"]
+    assert [s["compile"] for s in static] == ["ok", "ok"] and static[0]["pred_shared"] is None
+
+
+def test_bad_input_says_how_to_give_it(env, tmp_path):
+    no_types = occ(env, "predict", "--kernel", KERNEL, *TILES, rc=2).stderr.strip().splitlines()
+    assert len(no_types) == 1 and "--signature" in no_types[0] and "--args" in no_types[0]
+    bad = tmp_path / "launcher.py"
+    bad.write_text("def make_inputs(point):\n    return {}\n")
+    missing = occ(env, "validate", "--kernel", KERNEL, "--launcher", bad, "--candidate", "num_stages=3",
+                  "--dry-run", rc=2).stderr.strip().splitlines()
+    assert len(missing) == 1 and "no launch function" in missing[0]
+    count = occ(env, "compile", "--kernel", KERNEL, "--signature", "*fp16:16,i32", *TILES, rc=2).stderr
+    assert "2 types for 9 runtime parameters" in count and "A=TYPE" in count
+    rank = occ(env, "rank", "--kernel", KERNEL, "--signature", SIG, *TILES, rc=2).stderr.strip().splitlines()
+    assert len(rank) == 1 and "grid" in rank[0] and "launcher" in rank[0]
