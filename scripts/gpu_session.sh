@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device-machine call that runs every GPU experiment of the project and leaves results in $OUT.
 # Usage (on the GPU machine, from the repo root):  OUT=/some/dir bash scripts/gpu_session.sh [parts...]
-# parts: tests validate_decode validate_matmul aa autotune validate_warps rank   (default: the first five).
+# parts: tests validate_decode validate_matmul aa autotune validate_warps rank bare   (default: the first five).
 # Notes: reports/GPU_NOTES.md.
 set -uo pipefail
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 TRITON_DEFAULT_FP_FUSION=1
@@ -31,6 +31,25 @@ for part in $parts; do
         -D ctx=8192 --out "$OUT/validate_warps" --format table 2>&1 | tail -70 ;;
     rank)
       python3 scripts/rank_sweep.py --out "$OUT/rank" --spec sm_90 --samples 5 --full-calibration 2>&1 | tail -40 ;;
+    bare)
+      # your kernel, no card: a bare @triton.jit flash-attention forward + its launcher file.
+      # rank (static, compiled for sm_90, the calibration measured here) picks 3 configs; validate times them
+      # and the two single levers against the launcher's baseline at its three points.
+      K=examples/flash_attention.py
+      $occ calibrate --spec sm_90 --quick --out "$OUT/flash_attention_h200.calibration.yaml" --format table 2>&1 | tail -12
+      $occ rank --kernel $K:_kernel --launcher $K --spec sm_90 --compiled -D BLOCK_M=64,128 -D BLOCK_N=32,64,128 \
+        --warps 4,8 --stages 2,3,4 --top 3 --calibration "$OUT/flash_attention_h200.calibration.yaml" \
+        --format json > "$OUT/rank_flash_attention_h200.json"
+      $occ rank --kernel $K:_kernel --launcher $K --spec sm_90 --compiled -D BLOCK_M=64,128 -D BLOCK_N=32,64,128 \
+        --warps 4,8 --stages 2,3,4 --top 3 --calibration "$OUT/flash_attention_h200.calibration.yaml" \
+        --format markdown > "$OUT/rank_flash_attention_h200.md"
+      top=$(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); base={'BLOCK_M':128,'BLOCK_N':64,'num_warps':8,'num_stages':2}
+ch=[{k: v for k, v in c.items() if base.get(k) != v} for c in d['top']]
+ch=[c for c in ch if c and c not in ({'num_stages': 3}, {'num_warps': 4})]
+print(' '.join('--candidate ' + ','.join(f'{k}={v}' for k, v in c.items()) for c in ch))" "$OUT/rank_flash_attention_h200.json")
+      echo "rank's top 3 as candidates: $top"
+      $occ validate --kernel $K:_kernel --launcher $K --spec sm_90 --candidate num_stages=3 --candidate num_warps=4 \
+        $top --out "$OUT/validate_flash_attention_h200" --format table 2>&1 | tail -80 ;;
     *) echo "unknown part $part" ;;
   esac
   echo "== $part took $(( $(date +%s) - start )) s"

@@ -159,3 +159,13 @@ def test_bad_input_says_how_to_give_it(env, tmp_path):
     assert "2 types for 9 runtime parameters" in count and "A=TYPE" in count
     rank = occ(env, "rank", "--kernel", KERNEL, "--signature", SIG, *TILES, rc=2).stderr.strip().splitlines()
     assert len(rank) == 1 and "grid" in rank[0] and "launcher" in rank[0]
+
+
+def test_a_minimal_card_answers_or_says_what_is_missing(env):
+    card = f"{HERE / 'user_kernel' / 'minimal_card.py'}:CARD"
+    p = doc(env, "predict", "--kernel", card, "--stages", "3", "--spec", "sm_90")
+    assert p["source"] == "compiled"                      # no hand model: compiled, not a NotImplementedError
+    v = doc(env, "validate", "--kernel", card, "--candidate", "num_stages=3", "--dry-run", "--spec", "sm_90")
+    assert section(v, "Static picture")["rows"][1]["compile"] == "ok"
+    rank = occ(env, "rank", "--kernel", card, "--stages", "2,3", "--spec", "sm_90", rc=2).stderr.strip().splitlines()
+    assert len(rank) == 1 and "rank needs grid, loop_iterations, bytes_moved, flops" in rank[0]

@@ -61,6 +61,14 @@ def build_plan(args) -> V.Plan:
     card_fixed = {n: v[0] for n, v in card_defines}
     base = card.resolve({**(args.baseline or {}), **card_fixed}) if args.baseline else card.resolve(card_fixed)
     cands = [card.resolve(c, base=base) for c in args.candidate]
+    seen = []
+    for flag, cand in zip(args.candidate, cands):
+        if cand == base:
+            raise ConfigError(f"--candidate {','.join(f'{k}={v}' for k, v in flag.items())} equals the baseline; "
+                              "a candidate must change at least one parameter")
+        if cand in seen:
+            raise ConfigError(f"--candidate {','.join(f'{k}={v}' for k, v in flag.items())} is given twice")
+        seen.append(cand)
     return V.plan(card, spec, base, cands, points, args.rounds, compiled=not args.no_compile)
 
 
