@@ -6,7 +6,7 @@ import itertools
 
 from ..card import Config, KernelCard
 from ..errors import ConfigError
-from ._args import assignments, define, int_list
+from ._args import assignments, check_sweep_size, define, drop_configs, int_list  # noqa: F401
 
 
 def add_config_args(p, sweep: bool = False) -> None:
@@ -60,6 +60,7 @@ def sweep(card: KernelCard, base: Config, args) -> list[tuple[dict, Config | Non
         card.param(name)                      # unknown names fail before the sweep starts
         axes[name] = values
     names = list(axes)
+    check_sweep_size({k: len(v) for k, v in axes.items()})
     out = []
     for combo in itertools.product(*axes.values()):
         asked = dict(zip(names, combo))
@@ -142,6 +143,7 @@ def kernel_sweep(args, default_warps=(4,), default_stages=(3,)) -> tuple[list[st
     for s in axes["num_stages"]:
         if s < 1:
             raise ConfigError(f"--stages {s} is not allowed; allowed >= 1")
+    check_sweep_size({k: len(v) for k, v in axes.items()})
     swept = [k for k, v in axes.items() if len(v) > 1]
     return swept, [dict(zip(axes, combo)) for combo in itertools.product(*axes.values())]
 
@@ -177,6 +179,7 @@ def workload_points(card: KernelCard, args) -> tuple[list[dict], list[tuple[str,
         if n not in workload:
             raise ConfigError(f"--points {n}: not a workload parameter of {card.name}; valid: "
                               f"{', '.join(sorted(workload))}")
+    check_sweep_size({k: len(v) for k, v in axes.items()}, "set of workload points")
     if axes:
         points = [card.resolve_point({**fixed, **dict(zip(axes, combo))}) for combo in itertools.product(*axes.values())]
     else:

@@ -76,6 +76,7 @@ def run(args) -> Report:
     skipped = [(asked, err) for asked, cfg, err in entries if cfg is None]
     if not cfgs:
         raise ConfigError(f"no valid config in the sweep; first problem: {skipped[0][1]}" if skipped else "empty sweep")
+    _configs.drop_configs(args, skipped)
     cal = C.resolve(spec, args.calibration, args.product)
     compiled = None
     if args.compiled:

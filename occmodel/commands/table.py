@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from ..card import load_card
 from ..errors import ConfigError
@@ -68,10 +67,7 @@ def run(args) -> Report:
         columns += add_compiled_columns(card, spec, entries, rows, carveout)
     fixed = ", ".join(f"{k}={v}" for k, v in base.items() if k not in swept)
     notes = [f"fixed: {fixed}", f"shared-memory limit per block on {spec.name}: {limit:,} B (opt-in)"]
-    bad = [r for r in rows if r["status"] == "invalid"]
-    if bad:
-        args.exit_status = 2
-        print(f"occmodel: error: {len(bad)} config(s) invalid: {bad[0]['why']}", file=sys.stderr)
+    _configs.drop_configs(args, [(asked, err) for asked, cfg, err in entries if cfg is None])
     assumptions = [f"spec {spec.name}; carveout {'driver default' if carveout is None else f'{carveout}%'}",
                    f"launch specialization: {card.specialization or 'as the card signature states'}",
                    "shared and regs are the model's prediction" + (
