@@ -52,11 +52,21 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _file_mode() -> int:
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+_FILE_MODE = _file_mode()
+
+
 def atomic_write(path: Path, data: bytes) -> None:
     """Write `data` to `path` so that readers see the old file or the whole new one (fsynced)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:100]}.", suffix=".tmp")
     try:
+        os.chmod(tmp, _FILE_MODE)              # mkstemp makes 0600; a written file gets the usual mode
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()

@@ -225,7 +225,8 @@ def load_object(text: str) -> Any:
             module = importlib.import_module(where)
     except KernelError:
         raise
-    except Exception as exc:  # the user's module failed to import
+    except (Exception, SystemExit) as exc:  # the user's module failed to import (or called sys.exit)
+        sys.modules.pop(f"occmodel_user_{abs(hash(str(Path(where).resolve())))}", None)
         raise KernelError(f"cannot import {where!r}: {type(exc).__name__}: {exc}".splitlines()[0]) from None
     if not hasattr(module, attr):
         names = [n for n in dir(module) if not n.startswith("_")]

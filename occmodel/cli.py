@@ -147,6 +147,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"occmodel: error: cannot write the output to stdout: {exc.strerror or exc}",
                       file=sys.stderr)
                 return EXIT_ERROR
+        for message in getattr(args, "late_errors", []):
+            print(f"occmodel: error: {message}", file=sys.stderr)
+            status = EXIT_ERROR
         dropped = getattr(args, "dropped", None)
         if dropped:
             asked, why = dropped[0]
