@@ -89,3 +89,15 @@ def typed_kernel(X, N, DTYPE: tl.constexpr, BLOCK: tl.constexpr):
 
 
 TYPED_SIG = {"X": "*fp32:16", "N": "i32"}
+
+
+@triton.jit
+def _no_such_method(x):
+    return x.nonexistent_method()
+
+
+@triton.jit
+def nested_error_kernel(X, BLOCK: tl.constexpr):
+    """Fails in a helper: Triton's CompilationError then ends in a bare '^' line."""
+    x = tl.load(X + tl.arange(0, BLOCK))
+    tl.store(X + tl.arange(0, BLOCK), _no_such_method(x))

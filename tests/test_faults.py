@@ -430,3 +430,9 @@ def test_a_closed_stdout_exits_141_quietly():
     finally:
         os.close(w)
     assert proc.returncode == 141 and proc.stderr == ""
+
+
+def test_a_compilation_error_gives_the_real_message():
+    res = compile_kernel(K.nested_error_kernel, {"X": "*fp32"}, {"BLOCK": 128}, arch=ARCH)
+    assert res.status == "compile_error" and "nonexistent_method" in res.message
+    assert not res.message.rstrip().endswith("^")
