@@ -94,8 +94,8 @@ EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_PIPE = 0, 2, 130, 141
 
 
 def _compile_interrupted() -> bool:
-    pool = sys.modules.get("occmodel.compile_pool")      # never import triton just to ask
-    return bool(pool is not None and pool.interrupted())
+    from . import _interrupt                             # never import triton just to ask
+    return _interrupt.EVENT.is_set()
 
 
 def _mark_partial(report) -> None:
@@ -121,6 +121,17 @@ def _silence_stdout() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from . import _interrupt
+    sticky = _interrupt.STICKY
+    _interrupt.STICKY = True             # after a Ctrl-C this command compiles nothing new
+    _interrupt.EVENT.clear()
+    try:
+        return _main(argv)
+    finally:
+        _interrupt.STICKY = sticky
+
+
+def _main(argv: list[str] | None) -> int:
     # triton 3.9 warns once per process that a default will change in 3.10; the compile cache key
     # holds the resolved options, so the note adds nothing for a CLI user
     warnings.filterwarnings("ignore", message="TRITON_DEFAULT_FP_FUSION is unset")
@@ -166,6 +177,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("occmodel: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except OSError as exc:            # the machine, not occmodel: a file or device that failed
+        where = f" {exc.filename!r}" if getattr(exc, "filename", None) else ""
+        print(f"occmodel: error: {type(exc).__name__}{where}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_ERROR
     except RecursionError:
         print("occmodel: error: input nested too deeply to process", file=sys.stderr)
         return EXIT_ERROR

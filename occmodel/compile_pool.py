@@ -11,8 +11,9 @@ anything compiles, naming the job.
 
 Faults: Ctrl-C cancels every queued compile at once, stops the workers and
 returns the results finished so far, the others with status ``"interrupted"``
-(never cached); :func:`interrupted` then stays True, later calls in the process
-compile nothing new, and the CLI prints the partial rows and exits 130. Workers
+(never cached); :func:`interrupted` then says so. Under the CLI later calls in
+the same command compile nothing new, and it prints the partial rows and exits
+130 (see :mod:`occmodel._interrupt`). Workers
 ignore SIGINT (the parent decides) and die with their parent: PR_SET_PDEATHSIG
 on Linux, and a thread that watches the parent's pid everywhere, so a killed
 parent leaves no workers behind. When every job failed for an environmental
@@ -43,15 +44,16 @@ from typing import Any, Iterable, Mapping
 
 from .compile import (INTERRUPTED, CompileResult, cached_result, check_target, compile_request, failed_result,
                       jit_function, load_kernel, make_request)
+from . import _interrupt
 from .errors import CompileError
 
 __all__ = ["CompileJob", "compile_many", "kernel_ref", "load_kernel", "interrupted", "reset_interrupted"]
 
-_INTERRUPTED = threading.Event()
+_INTERRUPTED = _interrupt.EVENT
 
 
 def interrupted() -> bool:
-    """True once a Ctrl-C has cut a :func:`compile_many` short in this process."""
+    """True once a Ctrl-C has cut a :func:`compile_many` short (see :mod:`occmodel._interrupt`)."""
     return _INTERRUPTED.is_set()
 
 
@@ -188,6 +190,8 @@ def compile_many(jobs: Iterable[CompileJob | Mapping[str, Any]], processes: int 
         reqs.append(req)
         fns.append(fn)
 
+    if not _interrupt.STICKY:
+        reset_interrupted()              # a library call starts afresh after an earlier Ctrl-C
     results: list[CompileResult | None] = [None] * len(jobs)
     bar = _Progress(len(jobs), progress)
     todo: dict[str, list[int]] = {}                 # key -> job indices (duplicates compile once)

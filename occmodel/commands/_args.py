@@ -19,6 +19,7 @@ import argparse
 import re
 from typing import Any, Callable
 
+MAX_BYTES = 2**31 - 1        # a byte size on the command line (shared memory per block is < 1 MB)
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]i?[bB]?|[bB])?\s*$")
 
 
@@ -29,6 +30,9 @@ def byte_size(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a size; use bytes (61440) or KB (60K)")
     value, unit = float(m.group(1)), (m.group(2) or "").upper()
     scale = 1024 if unit.startswith("K") else 1024 * 1024 if unit.startswith("M") else 1
+    if value * scale > MAX_BYTES:
+        raise argparse.ArgumentTypeError(f"{text!r} is larger than any GPU's memory per block; "
+                                         f"allowed up to {MAX_BYTES:,} bytes")
     if value * scale != int(value * scale):
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of bytes")
     return int(value * scale)
