@@ -15,8 +15,8 @@ A calibration is six numbers and where they came from::
 
 They are written as YAML beside the spec, by default
 ``~/.cache/occmodel/calibration/<spec>-<gpu>.yaml`` (``$OCCMODEL_CACHE_DIR`` replaces
-``~/.cache/occmodel``). :func:`measure` runs the micro-benchmarks (torch and a GPU,
-imported lazily from :mod:`occmodel.gpu_calibrate`); everything else here is pure.
+``~/.cache/occmodel``). :func:`occmodel.gpu_calibrate.measure` runs the micro-benchmarks
+(torch and a GPU; it imports this module, never the other way round); everything here is pure.
 
 Without a calibration the model uses :func:`datasheet`: the spec product's bandwidth,
 and the DEFAULT_* latency, launch and L2 figures below (assumptions, stated as such).
@@ -103,12 +103,38 @@ def default_path(spec_name: str, gpu: str) -> Path:
 
 
 def save(cal: Calibration, path: Path) -> Path:
+    """Write `cal` as YAML (atomically: a crash leaves the old file); CalibrationError naming the file."""
+    from ._cache import atomic_write
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     text = "# occmodel calibration: constants of the static throughput model (occmodel rank)\n"
     text += yaml.safe_dump(cal.as_dict(), sort_keys=False)
-    path.write_text(text)
+    try:
+        atomic_write(path, text.encode())
+    except OSError as exc:
+        raise CalibrationError(f"cannot write calibration file {str(path)!r}: {exc.strerror or exc}") from None
     return path
+
+
+# what a GPU can plausibly have: bounds that catch typos and units mix-ups, not real hardware
+_LIMITS = {"sms": (1, 10_000), "bandwidth_gbs": (1.0, 1e6), "latency_ns": (1.0, 1e6), "launch_us": (0.01, 1e5),
+           "l2_bandwidth_gbs": (1.0, 1e7), "l2_latency_ns": (1.0, 1e6), "shared_bandwidth_gbs": (1.0, 1e8)}
+
+
+def _check_value(name: str, kind: str, v: Any) -> str | None:
+    """Why `v` is not a valid value of field `name` (None when it is)."""
+    import math
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return f"must be a number, got {v!r}"[:120]
+    if not math.isfinite(v):
+        return f"must be a finite number, got {v!r}"
+    if kind == "int" and v != int(v):
+        return f"must be a whole number, got {v!r}"
+    if v <= 0:
+        return f"must be a positive number, got {v!r}"
+    lo, hi = _LIMITS.get(name, (0.0, math.inf))
+    if not lo <= v <= hi:
+        return f"must be a positive number in {lo:g}..{hi:g}, got {v!r}"
+    return None
 
 
 def load(path: str | os.PathLike) -> Calibration:
@@ -118,9 +144,17 @@ def load(path: str | os.PathLike) -> Calibration:
         raise CalibrationError(f"calibration file {str(path)!r} does not exist "
                                "(write one with `occmodel calibrate` on the GPU)")
     try:
-        data = yaml.safe_load(path.read_text())
+        if path.stat().st_size > 1 << 20:
+            raise CalibrationError(f"calibration file {str(path)!r} is over 1 MB; a calibration is a few lines")
+        data = yaml.safe_load(path.read_bytes().decode("utf-8"))
+    except OSError as exc:
+        raise CalibrationError(f"cannot read calibration file {str(path)!r}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise CalibrationError(f"calibration file {str(path)!r} is not UTF-8 text") from None
     except yaml.YAMLError as exc:
         raise CalibrationError(f"{path}: malformed YAML: {str(exc).splitlines()[0]}") from None
+    except (RecursionError, ValueError) as exc:
+        raise CalibrationError(f"{path}: malformed YAML: {type(exc).__name__}") from None
     if not isinstance(data, dict):
         raise CalibrationError(f"{path}: must be a mapping of {', '.join(f.name for f in fields(Calibration))}")
     errors, values, defaulted = [], {}, []
@@ -131,12 +165,16 @@ def load(path: str | os.PathLike) -> Calibration:
             continue
         if v is None:
             errors.append(f"{f.name}: required field")
-        elif f.type in ("float", "int") and (isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0):
-            errors.append(f"{f.name}: must be a positive number, got {v!r}")
+        elif f.type in ("float", "int") and _check_value(f.name, f.type, v):
+            errors.append(f"{f.name}: {_check_value(f.name, f.type, v)}")
+        elif f.type == "str" and not isinstance(v, (str, int, float)):
+            errors.append(f"{f.name}: must be text, got a {type(v).__name__}")
         else:
             values[f.name] = int(v) if f.type == "int" else float(v) if f.type == "float" else str(v)
     if errors:
-        raise CalibrationError(f"{path}: " + "; ".join(errors))
+        hint = "" if Path(path).parent != cache_root() / "calibration" else \
+            " (a cached calibration: fix or delete it, or pass --calibration FILE)"
+        raise CalibrationError(f"{path}: " + "; ".join(errors) + hint)
     if defaulted:
         values["source"] = values.get("source", "") + f"; {', '.join(defaulted)} not in the file: defaults"
     return Calibration(**values)
@@ -158,9 +196,3 @@ def resolve(spec: HardwareSpec, path: str | os.PathLike | None = None, product: 
         raise SpecError(f"calibration {str(path)!r} was measured for {cal.spec}, not {spec.name}; "
                         f"pass --spec {cal.spec}")
     return cal
-
-
-def measure(spec: HardwareSpec, quick: bool = False, progress=None) -> Calibration:
-    """Run the micro-benchmarks on the local GPU (NoGPUError without one)."""
-    from . import gpu_calibrate
-    return gpu_calibrate.measure(spec, quick=quick, progress=progress)

@@ -326,7 +326,7 @@ def import_file(where: str):
 
 def _one_line(exc: BaseException) -> str:
     if isinstance(exc, SystemExit):
-        return f"the file called sys.exit({exc.code!r}) while being imported"
+        return f"SystemExit: {exc.code} (the file called sys.exit while being imported)"
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[-1] if text else ''}".rstrip(": ")
 

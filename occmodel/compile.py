@@ -27,10 +27,15 @@ Contracts:
   1 KB per block is occupancy's to add, not part of it). A compile that
   needs more shared memory than the GPU offers is still ``ok`` here: occupancy
   decides fit.
-* Results are cached on disk (``$OCCMODEL_CACHE_DIR`` or ``~/.cache/occmodel``),
-  failures included, keyed by the kernel's source hash (``fn.cache_key``, which
-  covers its dependencies), signature, constexprs, the backend's full resolved
-  options, arch, Triton version and Triton's cache-invalidating environment.
+* Results are cached on disk (``$OCCMODEL_CACHE_DIR`` or ``~/.cache/occmodel``,
+  see :mod:`occmodel._cache`), compiler failures included, keyed by the kernel's
+  source hash (``fn.cache_key``, which covers its dependencies), signature, every
+  constexpr's value and type, the backend's full resolved options, arch, Triton
+  version, the ptxas binary (path, version, size, mtime) and the compiler's
+  environment. An entry is served only if it has exactly the shape written and
+  its stored key equals the lookup key; anything else is a miss, recompiled and
+  rewritten. Failures of the machine (a ptxas missing or killed by a signal, a
+  timeout, no memory or disk) are never cached and are marked ``environmental``.
 
 Compiles in one process are serialised (stdout/stderr are captured at the file
 descriptor level to keep MLIR and ptxas diagnostics); use :func:`compile_many`
@@ -51,12 +56,14 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from . import _cache
 from . import triton_compat as tc
 from .cubin import parse_cubin
 from .errors import CompileError, suggest
 
 STATUSES = ("ok", "out_of_resources", "compile_error")
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2          # 2: typed constexprs, ptxas and env in the key; sidecar hashes
+INTERRUPTED = "interrupted"   # the status of a config a Ctrl-C kept from compiling (never cached)
 _LOCK = threading.Lock()
 
 
@@ -85,6 +92,7 @@ class CompileResult:
     cached: bool
     key: str                          # the cache key
     detail: str = ""                  # the compiler's full text (failures)
+    environmental: bool = False       # failed because of the machine (tool missing/killed, no disk), not the kernel
     ttgir: str | None = None          # keep_ir=True only
     ptx: str | None = None
     sass: str | None = None
@@ -295,67 +303,100 @@ def _jsonable(value: Any) -> Any:
 # ----------------------------------------------------------------- cache
 def cache_dir() -> Path:
     """Where compile results live: $OCCMODEL_CACHE_DIR or ~/.cache/occmodel (subfolder compile/)."""
-    root = os.environ.get("OCCMODEL_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "occmodel")
-    return Path(root) / "compile"
+    return _cache.compile_dir()
 
 
-def _entry_path(key: str, suffix: str = ".json") -> Path:
-    return cache_dir() / key[:2] / f"{key}{suffix}"
+_SIDECARS = ("ttgir", "ptx", "sass", "cubin")
+_RESOURCES = ("shared", "static_shared", "n_regs", "n_spills", "local_bytes", "reserved_shared")
+_STORED = ({f.name for f in fields(CompileResult)} - set(_SIDECARS)) | {"format", "total_shared", "sidecars"}
 
 
-def _load_entry(key: str, keep_ir: bool) -> CompileResult | None:
-    path = _entry_path(key)
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
+def _is_int(v: Any, lo: int = 0, hi: int | None = None) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= lo and (hi is None or v <= hi)
+
+
+def _entry_ok(data: Any, req: "Request") -> bool:
+    """Whether a parsed cache entry has exactly the shape compile_kernel writes, and is req's."""
+    if not isinstance(data, dict) or set(data) != _STORED:
+        return False
+    if data["format"] != CACHE_FORMAT or data["key"] != req.key or data["status"] not in STATUSES:
+        return False
+    if data["kernel"] != req.fn.__name__ or data["arch"] != f"sm_{req.cc}" \
+            or data["num_warps"] != req.num_warps or data["num_stages"] != req.num_stages:
+        return False
+    if data["environmental"] is not False or not isinstance(data["sidecars"], dict):
+        return False
+    if not all(isinstance(data[k], str) for k in ("message", "ptxas_version", "triton_version", "detail")):
+        return False
+    if not all(isinstance(data[k], dict) for k in ("signature", "constexprs", "options")):
+        return False
+    if not isinstance(data["compile_seconds"], (int, float)) or isinstance(data["compile_seconds"], bool):
+        return False
+    if data["status"] != "ok":
+        return all(data[k] is None for k in _RESOURCES) and data["total_shared"] is None
+    if not all(_is_int(data[k]) for k in _RESOURCES) or not _is_int(data["n_regs"], 1, 255):
+        return False
+    return data["n_spills"] == data["local_bytes"] // 4 and \
+        data["total_shared"] == data["shared"] + data["static_shared"]
+
+
+def _load_entry(req: "Request", keep_ir: bool) -> CompileResult | None:
+    """The cached result for `req`, or None (a miss) unless the entry and, with keep_ir, every
+    sidecar check out. A damaged, foreign or truncated entry is a miss: recompiled and rewritten."""
+    data = _cache.read_json(_cache.entry_path(req.key))
+    if not _entry_ok(data, req):
         return None
-    if data.pop("format", None) != CACHE_FORMAT:
-        return None
-    data.pop("total_shared", None)
+    hashes = data.pop("sidecars")
+    for k in ("format", "total_shared", "cached"):
+        data.pop(k)
     if keep_ir and data["status"] == "ok":
-        try:
-            for name in ("ttgir", "ptx", "sass"):
-                data[name] = _entry_path(key, f".{name}").read_text()
-            data["cubin"] = _entry_path(key, ".cubin").read_bytes()
-        except OSError:
-            return None
-    data["cached"] = True
-    try:
-        return CompileResult(**data)
-    except TypeError:
-        return None
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+        for name in _SIDECARS:
+            blob = _cache.read_sidecar(req.key, name, hashes.get(name))
+            if blob is None:
+                return None
+            data[name] = blob if name == "cubin" else blob.decode("utf-8", "replace")
+    return CompileResult(**data, cached=True)
 
 
 def _store_entry(res: CompileResult) -> None:
-    try:
-        for name in ("ttgir", "ptx", "sass"):
-            if getattr(res, name) is not None:
-                _atomic_write(_entry_path(res.key, f".{name}"), getattr(res, name).encode())
-        if res.cubin is not None:
-            _atomic_write(_entry_path(res.key, ".cubin"), res.cubin)
-        data = dict(res.as_dict(), format=CACHE_FORMAT)
-        _atomic_write(_entry_path(res.key), json.dumps(data, indent=1, default=str).encode())
-    except OSError:
-        pass   # a read-only or full cache never fails a compile
+    """Cache `res` (never an environmental failure); a read-only or full cache never fails a compile."""
+    if res.environmental or res.status not in STATUSES:
+        return
+    sidecars = {}
+    for name in _SIDECARS:
+        value = getattr(res, name)
+        if value is not None:
+            sidecars[name] = value if isinstance(value, bytes) else value.encode()
+    _cache.store(res.key, dict(res.as_dict(), format=CACHE_FORMAT), sidecars)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    _cache.atomic_write(path, data)
+
+
+def _key_value(value: Any) -> Any:
+    """A constexpr value with its type, for the key: "fp16", tl.float16, 16 and "16" all differ."""
+    if hasattr(value, "value") and type(value).__name__ == "constexpr":
+        value = value.value
+    if isinstance(value, (tuple, list)):
+        return [type(value).__name__, [_key_value(v) for v in value]]
+    kind = type(value)
+    return [f"{kind.__module__}.{kind.__qualname__}", _jsonable(value)]
+
+
+def _type_class(value: Any) -> Any:
+    """The type tree of a constexpr value (what Triton's str-based key cannot see)."""
+    if hasattr(value, "value") and type(value).__name__ == "constexpr":
+        value = value.value
+    if isinstance(value, (tuple, list)):
+        return [type(value).__name__, [_type_class(v) for v in value]]
+    return f"{type(value).__module__}.{type(value).__qualname__}"
 
 
 # --------------------------------------------------------------- compile
 @dataclass(frozen=True)
-class _Request:
-    """A validated compile request (everything the key and the compile need)."""
+class Request:
+    """A validated compile request (everything the key and the compile need); see :func:`make_request`."""
 
     fn: Any
     signature: dict[str, str]
@@ -366,9 +407,17 @@ class _Request:
     options: dict[str, Any]          # extra user options
     compiler_options: dict[str, Any] # what triton.compile receives
     key: str
+    triton_cache: str                # Triton's cache folder for this request (see occmodel._cache)
 
 
-def _request(fn, signature, constexprs, args, arch, num_warps, num_stages, options) -> _Request:
+def make_request(fn, signature=None, constexprs=None, args=None, arch: Any = "sm_120", num_warps: int = 4,
+                 num_stages: int = 3, options=None) -> Request:
+    """Validate one compile's arguments (CompileError naming the bad one) and compute its cache key.
+
+    The key covers the kernel's source (``fn.cache_key``, dependencies included), the
+    signature, every constexpr's value *and type*, the backend's fully resolved options,
+    the arch, the Triton version, the ptxas Triton will run (path, version, size, mtime)
+    and the environment that reaches the compiler."""
     fn = jit_function(fn)
     if args is not None:
         if signature is not None:
@@ -395,13 +444,39 @@ def _request(fn, signature, constexprs, args, arch, num_warps, num_stages, optio
         resolved = tc.resolved_options(cc, copts)
     except (AssertionError, ValueError, TypeError) as exc:
         raise CompileError(f"invalid compiler options {extra}: {exc}") from None
+    ptxas = tc.ptxas_identity(cc)
     ident = {
         "format": CACHE_FORMAT, "fn": fn.fn.__qualname__, "src": fn.cache_key,
-        "sig": sig, "const": {k: _jsonable(v) for k, v in consts.items()}, "cc": cc,
-        "opts": resolved, "triton": tc.TRITON_VERSION, "env": tc.cache_env(),
+        "sig": sig, "const": {k: _key_value(v) for k, v in consts.items()}, "cc": cc,
+        "opts": resolved, "triton": tc.TRITON_VERSION, "env": tc.cache_env(), "ptxas": ptxas,
     }
     key = hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()
-    return _Request(fn, sig, consts, cc, num_warps, num_stages, extra, copts, key)
+    types = {k: _type_class(v) for k, v in sorted(consts.items())}
+    return Request(fn, sig, consts, cc, num_warps, num_stages, extra, copts, key,
+                   _cache.triton_dir(types, ptxas))
+
+
+_request = make_request     # the name older callers used
+
+
+def check_target(cc: int) -> None:
+    """CompileError unless the installed Triton can compile for sm_<cc>."""
+    _check_arch(cc)
+
+
+def cached_result(req: Request, keep_ir: bool = False) -> CompileResult | None:
+    """The cached result of `req` if a valid entry exists (see :func:`_load_entry`), else None."""
+    return _load_entry(req, keep_ir)
+
+
+def compile_request(req: Request, keep_ir: bool = False, cache: bool = True) -> CompileResult:
+    """Compile `req` now (no cache lookup) and cache the result unless it is environmental."""
+    if cache:
+        _cache.check_usable()
+    res = _compile(req, keep_ir)
+    if cache:
+        _store_entry(res)
+    return res
 
 
 def compile_kernel(fn, signature: Mapping[str, str] | str | None = None, constexprs: Mapping[str, Any] | None = None,
@@ -413,20 +488,33 @@ def compile_kernel(fn, signature: Mapping[str, str] | str | None = None, constex
     `options`: further Triton compiler options (``maxnreg``, ``enable_fp_fusion``...).
     `keep_ir`: also return (and cache) the TTGIR, PTX, SASS and cubin.
     `cache=False`: neither read nor write the on-disk cache.
-    `fn` may also be a reference string, ``"package.module:name"`` or ``"path/to/file.py:name"``."""
+    `fn` may also be a reference string, ``"package.module:name"`` or ``"path/to/file.py:name"``.
+    A failure of the environment rather than the kernel (a missing or killed ptxas, no
+    disk space) raises :class:`CompileError`: there is no result to report."""
     if isinstance(fn, str):
-        from .compile_pool import load_kernel
         fn = load_kernel(fn)
-    req = _request(fn, signature, constexprs, args, arch, num_warps, num_stages, options)
+    req = make_request(fn, signature, constexprs, args, arch, num_warps, num_stages, options)
     if cache:
-        hit = _load_entry(req.key, keep_ir)
+        hit = _load_entry(req, keep_ir)
         if hit is not None:
             return hit
     _check_arch(req.cc)
-    res, cacheable = _compile(req, keep_ir)
-    if cache and cacheable:
-        _store_entry(res)
+    res = compile_request(req, keep_ir, cache)
+    if res.environmental:
+        raise CompileError(f"{res.kernel} could not be compiled for {res.arch}: {res.message}")
     return res
+
+
+def load_kernel(ref: str):
+    """Import the JITFunction a reference names ("module:name" or "/path/file.py:name"); KernelError if it cannot."""
+    import sys
+    from .card import load_object
+    where = ref.rpartition(":")[0]
+    if where.endswith(".py"):
+        folder = os.path.dirname(where)       # let the file import its neighbours, as Triton's AOT tool does
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+    return load_object(ref)
 
 
 @contextlib.contextmanager
@@ -455,12 +543,23 @@ def _captured_fds():
             text.append(sink.read().decode("utf-8", "replace"))
 
 
-def _compile(req: _Request, keep_ir: bool) -> tuple[CompileResult, bool]:
-    """Run Triton; (result, whether the result may be cached)."""
-    base = dict(kernel=req.fn.__name__, arch=f"sm_{req.cc}", num_warps=req.num_warps, num_stages=req.num_stages,
+def failed_result(req: Request, status: str, message: str, detail: str = "", environmental: bool = False,
+                  seconds: float = 0.0) -> CompileResult:
+    """A result with no resources: a compile that failed, or one that never ran."""
+    return CompileResult(status=status, message=message[:300], detail=detail, shared=None, static_shared=None,
+                         n_regs=None, n_spills=None, local_bytes=None, reserved_shared=None, ptxas_version="",
+                         compile_seconds=round(seconds, 3), environmental=environmental, **_base(req))
+
+
+def _base(req: Request) -> dict[str, Any]:
+    return dict(kernel=req.fn.__name__, arch=f"sm_{req.cc}", num_warps=req.num_warps, num_stages=req.num_stages,
                 triton_version=tc.TRITON_VERSION, signature=req.signature,
                 constexprs={k: _jsonable(v) for k, v in req.constants.items() if k not in req.signature},
                 options=req.options, cached=False, key=req.key)
+
+
+def _compile(req: Request, keep_ir: bool) -> CompileResult:
+    """Run Triton (its cache in req.triton_cache); a compiler failure is a result, not an exception."""
     types = {n: s.partition(":")[0] for n, s in req.signature.items()}
     divisible = {n for n, s in req.signature.items() if s.endswith(":16")}
     constants = dict(req.constants, **{n: 1 for n, s in req.signature.items() if s.endswith(":1")})
@@ -468,28 +567,45 @@ def _compile(req: _Request, keep_ir: bool) -> tuple[CompileResult, bool]:
     start = time.perf_counter()
     with _LOCK:
         try:
-            with _captured_fds() as out:
+            with _captured_fds() as out, tc.triton_cache_dir(req.triton_cache):
                 art = tc.compile_source(req.fn, types, divisible, constants, req.cc, req.compiler_options)
         except Exception as exc:            # the compiler's failure is data, not a crash
             status, message, detail = _classify(exc, "".join(out))
-            res = CompileResult(status=status, message=message, detail=detail, shared=None, static_shared=None,
-                                n_regs=None, n_spills=None, local_bytes=None, reserved_shared=None,
-                                ptxas_version="", compile_seconds=round(time.perf_counter() - start, 3), **base)
-            # an environment failure (missing tool, full disk, no memory) may not recur: do not cache it
-            return res, not isinstance(exc, (OSError, MemoryError))
+            return failed_result(req, status, message, detail, environmental=_environmental(exc, detail),
+                                 seconds=time.perf_counter() - start)
     seconds = time.perf_counter() - start
-    cub = parse_cubin(art.cubin)
-    fres = cub.kernel(art.name)
+    try:
+        cub = parse_cubin(art.cubin)
+        fres = cub.kernel(art.name)
+    except Exception as exc:                # a cubin we cannot read is not a number to report
+        return failed_result(req, "compile_error", f"unreadable cubin: {type(exc).__name__}: {exc}",
+                             environmental=True, seconds=seconds)
     ir = {}
     if keep_ir:
         ir = dict(ttgir=art.asm.get("ttgir", ""), ptx=art.asm.get("ptx", ""), sass=disassemble(art.cubin),
                   cubin=art.cubin)
-    res = CompileResult(status="ok", message="", shared=art.shared, static_shared=fres.static_shared,
-                        n_regs=fres.regs, n_spills=fres.n_spills, local_bytes=fres.local_bytes,
-                        reserved_shared=cub.reserved_shared,
-                        ptxas_version=cub.ptxas_version or tc.ptxas_version(req.cc),
-                        compile_seconds=round(seconds, 3), **base, **ir)
-    return res, True
+    return CompileResult(status="ok", message="", shared=art.shared, static_shared=fres.static_shared,
+                         n_regs=fres.regs, n_spills=fres.n_spills, local_bytes=fres.local_bytes,
+                         reserved_shared=cub.reserved_shared,
+                         ptxas_version=cub.ptxas_version or tc.ptxas_version(req.cc),
+                         compile_seconds=round(seconds, 3), **_base(req), **ir)
+
+
+_SIGNAL_EXIT = re.compile(r"(error code|exit status|returned non-zero exit status)\s*-\d+|raised SIG[A-Z]+|"
+                          r"killed|signal \d+", re.I)
+_MISSING_TOOL = re.compile(r"cannot find ptxas|ptxas.*(not found|no such file)|No such file or directory", re.I)
+
+
+def _environmental(exc: BaseException, detail: str) -> bool:
+    """Whether a failure came from the machine rather than the kernel: a tool missing or killed
+    by a signal (the OOM killer), a timeout, no memory, no disk. Such results are never cached."""
+    import subprocess
+    if isinstance(exc, (OSError, MemoryError, TimeoutError, subprocess.TimeoutExpired)):
+        return True
+    if isinstance(exc, subprocess.CalledProcessError) and exc.returncode < 0:
+        return True
+    head = str(exc)[:500]
+    return bool(_SIGNAL_EXIT.search(head) or _MISSING_TOOL.search(head))
 
 
 def _log_compile(key: str) -> None:
@@ -521,7 +637,7 @@ def _classify(exc: BaseException, captured: str) -> tuple[str, str, str]:
         detail = f"{name}: {text}" + (f"\n--- compiler output ---\n{captured}" if captured else "")
         mlir = [ln.strip() for ln in captured.splitlines() if "error:" in ln]
         if any(c.__name__ == "CompilationError" for c in type(exc).__mro__):
-            summary = f"{name}: {lines[-1] if lines else ''}"
+            summary = f"{name}: {_compilation_message(exc, lines)}"
         elif mlir:
             summary = "MLIR: " + mlir[0].split("error:", 1)[1].strip()
         else:
@@ -529,6 +645,28 @@ def _classify(exc: BaseException, captured: str) -> tuple[str, str, str]:
     oor = tc.is_out_of_resources(exc) or re.search(
         r"out of resource|too much (shared|local) data|insufficient registers", detail, re.I)
     return ("out_of_resources" if oor else "compile_error"), summary[:300], detail
+
+
+def _compilation_message(exc: BaseException, lines: list[str]) -> str:
+    """The real message of a Triton CompilationError: its text after the source excerpt's
+    caret line, else the exception it wraps (Triton leaves the message empty then), with
+    the kernel line it points at."""
+    where = lines[0].rstrip(":") if lines and lines[0].startswith("at ") else ""
+    caret = max((i for i, ln in enumerate(lines) if not set(ln) - set("^~ ")), default=None)
+    after = lines[caret + 1:] if caret is not None else lines[-1:]
+    message = " ".join(after).strip()
+    cause = exc.__cause__ or exc.__context__
+    while not message and cause is not None:
+        text = [ln.strip() for ln in str(cause).splitlines() if ln.strip() and set(ln.strip()) - set("^~ ")]
+        if any(c.__name__ == "CompilationError" for c in type(cause).__mro__):
+            message = _compilation_message(cause, [ln.strip() for ln in str(cause).splitlines() if ln.strip()])
+        else:
+            message = f"{type(cause).__name__}: {text[-1] if text else ''}".rstrip(": ")
+        cause = None
+    if not message:
+        code = [ln for ln in lines[1:caret] if ln] if caret else []
+        message = f"error in `{code[-1]}`" if code else "compilation failed"
+    return f"{message} ({where})" if where else message
 
 
 def disassemble(cubin: bytes) -> str:
@@ -543,11 +681,3 @@ def disassemble(cubin: bytes) -> str:
         return ""
     finally:
         os.unlink(f.name)
-
-
-def __getattr__(name):
-    # compile_many lives in compile_pool; keep `from occmodel.compile import compile_many` working.
-    if name in ("compile_many", "CompileJob"):
-        from . import compile_pool
-        return getattr(compile_pool, name)
-    raise AttributeError(f"module 'occmodel.compile' has no attribute {name!r}")

@@ -9,6 +9,17 @@ and a compiler process that dies only fails its own job. Invalid inputs (bad
 arch, type string, names) raise :class:`~occmodel.errors.CompileError` before
 anything compiles, naming the job.
 
+Faults: Ctrl-C cancels every queued compile at once, stops the workers and
+returns the results finished so far, the others with status ``"interrupted"``
+(never cached); :func:`interrupted` then says so. Under the CLI later calls in
+the same command compile nothing new, and it prints the partial rows and exits
+130 (see :mod:`occmodel._interrupt`). Workers
+ignore SIGINT (the parent decides) and die with their parent: PR_SET_PDEATHSIG
+on Linux, and a thread that watches the parent's pid everywhere, so a killed
+parent leaves no workers behind. When every job failed for an environmental
+reason (ptxas missing or killed, no disk) there is nothing to report:
+:class:`~occmodel.errors.CompileError`.
+
 Workers are fresh ``spawn`` processes (Triton's MLIR/LLVM state is not
 fork-safe). Each re-imports the kernel by reference: ``module:name`` when its
 module is importable by name, else ``/path/to/file.py:name`` from the
@@ -22,15 +33,33 @@ from __future__ import annotations
 import importlib.machinery
 import os
 import pickle
+import signal
 import sys
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from .compile import CompileResult, _compile, _load_entry, _request, _check_arch, _store_entry
+from .compile import (INTERRUPTED, CompileResult, cached_result, check_target, compile_request, failed_result,
+                      jit_function, load_kernel, make_request)
+from . import _interrupt
 from .errors import CompileError
+
+__all__ = ["CompileJob", "compile_many", "kernel_ref", "load_kernel", "interrupted", "reset_interrupted"]
+
+_INTERRUPTED = _interrupt.EVENT
+
+
+def interrupted() -> bool:
+    """True once a Ctrl-C has cut a :func:`compile_many` short (see :mod:`occmodel._interrupt`)."""
+    return _INTERRUPTED.is_set()
+
+
+def reset_interrupted() -> None:
+    """Let later :func:`compile_many` calls compile again (after an interrupt was handled)."""
+    _INTERRUPTED.clear()
 
 
 @dataclass(frozen=True)
@@ -50,7 +79,6 @@ class CompileJob:
 
 def kernel_ref(fn) -> str | None:
     """How a worker process can re-import `fn` ("module:name" or "/abs/file.py:name"), or None."""
-    from .compile import jit_function
     try:
         inner = jit_function(fn).fn
     except CompileError:
@@ -64,17 +92,6 @@ def kernel_ref(fn) -> str | None:
         return f"{mod}:{qual}"
     path = inner.__code__.co_filename
     return f"{os.path.abspath(path)}:{qual}" if os.path.isfile(path) else None
-
-
-def load_kernel(ref: str):
-    """Import the JITFunction a :func:`kernel_ref` names (KernelError if it cannot)."""
-    from .card import load_object
-    where = ref.rpartition(":")[0]
-    if where.endswith(".py"):
-        folder = os.path.dirname(where)       # let the file import its neighbours, as Triton's AOT tool does
-        if folder not in sys.path:
-            sys.path.insert(0, folder)
-    return load_object(ref)
 
 
 def _as_job(job: Any) -> CompileJob:
@@ -94,7 +111,29 @@ def _worker(ref: str, kwargs: dict[str, Any], keep_ir: bool, cache_dir: str | No
     warnings.simplefilter("ignore")        # this process's Triton warnings were already shown in the parent
     if cache_dir is not None:
         os.environ["OCCMODEL_CACHE_DIR"] = cache_dir
-    return _compile_here(_request(load_kernel(ref), **kwargs), keep_ir)
+    return compile_request(make_request(load_kernel(ref), **kwargs), keep_ir)
+
+
+def _init_worker(parent: int) -> None:
+    """Worker start-up: leave SIGINT to the parent, and die with the parent."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)        # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:        # the parent died before prctl took effect
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="occmodel-parent-watch", daemon=True).start()
 
 
 class _Progress:
@@ -124,51 +163,45 @@ class _Progress:
 
 
 def _crashed(req, exc: BaseException) -> CompileResult:
-    from .compile import _jsonable
-    from . import triton_compat as tc
-    return CompileResult(
-        status="compile_error", message=f"compiler process died: {type(exc).__name__}: {exc}"[:300],
-        kernel=req.fn.__name__, arch=f"sm_{req.cc}", num_warps=req.num_warps, num_stages=req.num_stages,
-        shared=None, static_shared=None, n_regs=None, n_spills=None, local_bytes=None, reserved_shared=None,
-        ptxas_version="", triton_version=tc.TRITON_VERSION, signature=req.signature,
-        constexprs={k: _jsonable(v) for k, v in req.constants.items() if k not in req.signature},
-        options=req.options, compile_seconds=0.0, cached=False, key=req.key, detail=repr(exc))
+    return failed_result(req, "compile_error", f"compiler process died: {type(exc).__name__}: {exc}",
+                         detail=repr(exc), environmental=True)
+
+
+def _not_compiled(req) -> CompileResult:
+    return failed_result(req, INTERRUPTED, "not compiled: interrupted (Ctrl-C)")
 
 
 def compile_many(jobs: Iterable[CompileJob | Mapping[str, Any]], processes: int | None = None,
                  progress: bool = True) -> list[CompileResult]:
     """Compile every job, in parallel over `processes` (default: the CPUs this process may use).
 
-    Returns one CompileResult per job, in input order."""
+    Returns one CompileResult per job, in input order (status ``"interrupted"`` for the
+    jobs a Ctrl-C kept from compiling)."""
     jobs = [_as_job(j) for j in jobs]
     reqs, fns = [], []
     for i, job in enumerate(jobs):
         fn = load_kernel(job.fn) if isinstance(job.fn, str) else job.fn
         try:
-            req = _request(fn, job.signature, job.constexprs, job.args, job.arch, job.num_warps,
-                           job.num_stages, job.options)
-            _check_arch(req.cc)
+            req = make_request(fn, job.signature, job.constexprs, job.args, job.arch, job.num_warps,
+                               job.num_stages, job.options)
+            check_target(req.cc)
         except CompileError as exc:
             raise CompileError(f"job {i}: {exc}") from None
         reqs.append(req)
         fns.append(fn)
 
+    if not _interrupt.STICKY:
+        reset_interrupted()              # a library call starts afresh after an earlier Ctrl-C
     results: list[CompileResult | None] = [None] * len(jobs)
     bar = _Progress(len(jobs), progress)
     todo: dict[str, list[int]] = {}                 # key -> job indices (duplicates compile once)
     for i, (job, req) in enumerate(zip(jobs, reqs)):
-        hit = _load_entry(req.key, job.keep_ir)
+        hit = cached_result(req, job.keep_ir)
         if hit is not None:
             results[i] = hit
             bar.update(hit)
         else:
             todo.setdefault(req.key, []).append(i)
-
-    remote, local = [], []
-    for key, idx in todo.items():
-        i = idx[0]
-        payload = _payload(fns[i], reqs[i], jobs[i])
-        (remote if payload is not None else local).append((key, idx, payload))
 
     def finish(idx: list[int], res: CompileResult) -> None:
         for i in idx:
@@ -176,23 +209,38 @@ def compile_many(jobs: Iterable[CompileJob | Mapping[str, Any]], processes: int 
             bar.update(res)
 
     try:
-        workers = min(processes or _cpu_count(), len(remote))
-        if workers > 1:
-            _run_pool(remote, workers, reqs, finish)
-        else:
-            local = remote + local
-        for _key, idx, _unused in local:
-            finish(idx, _compile_here(reqs[idx[0]], jobs[idx[0]].keep_ir))
+        if todo and not interrupted():
+            from ._cache import check_usable
+            check_usable()
+            remote, local = [], []
+            for key, idx in todo.items():
+                i = idx[0]
+                payload = _payload(fns[i], reqs[i], jobs[i])
+                (remote if payload is not None else local).append((key, idx, payload))
+            workers = min(processes or _cpu_count(), len(remote))
+            if workers > 1:
+                local += _run_pool(remote, workers, reqs, finish)
+            else:
+                local = remote + local
+            for _key, idx, _unused in local:
+                finish(idx, _compile_here(reqs[idx[0]], jobs[idx[0]].keep_ir))
+    except KeyboardInterrupt:
+        _INTERRUPTED.set()
     finally:
         bar.close()
+    for i, res in enumerate(results):
+        if res is None:
+            results[i] = _not_compiled(reqs[i])
+    compiled = [r for r in results if r.status != INTERRUPTED and not r.cached]
+    if compiled and all(r.environmental for r in compiled) and not any(r.ok for r in results):
+        first = compiled[0]
+        raise CompileError(f"no config could be compiled, for a reason of this machine, not the kernel "
+                           f"({len(compiled)} tried): {first.message}")
     return results  # type: ignore[return-value]
 
 
 def _compile_here(req, keep_ir: bool) -> CompileResult:
-    res, cacheable = _compile(req, keep_ir)
-    if cacheable:
-        _store_entry(res)
-    return res
+    return compile_request(req, keep_ir)
 
 
 def _payload(fn, req, job: CompileJob):
@@ -211,8 +259,28 @@ def _payload(fn, req, job: CompileJob):
     return ref, kwargs, job.keep_ir, os.environ.get("OCCMODEL_CACHE_DIR")
 
 
-def _run_pool(remote, workers: int, reqs, finish) -> None:
-    """Compile `remote` jobs in a spawn pool; a dying worker costs only its own job."""
+def _stop(pool) -> None:
+    """Cancel what is queued and end the workers now (no waiting for running compiles)."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
+        try:
+            proc.terminate()
+        except (OSError, AttributeError, ValueError):
+            pass
+    deadline = time.monotonic() + 2.0
+    for proc in procs:
+        try:
+            proc.join(max(0.0, deadline - time.monotonic()))
+            if proc.is_alive():
+                proc.kill()
+        except (OSError, AttributeError, ValueError, AssertionError):
+            pass
+
+
+def _run_pool(remote, workers: int, reqs, finish) -> list:
+    """Compile `remote` jobs in a spawn pool; a dying worker costs only its own job.
+    Returns the jobs to compile in this process instead (the pool could not start)."""
     import multiprocessing
     pending = list(remote)
     isolate = False
@@ -220,9 +288,14 @@ def _run_pool(remote, workers: int, reqs, finish) -> None:
         broken = []
         size = 1 if isolate else min(workers, len(pending))
         batches = [[job] for job in pending] if isolate else [pending]
-        for batch in batches:
-            with ProcessPoolExecutor(max_workers=size, mp_context=multiprocessing.get_context("spawn")) as pool:
+        for n, batch in enumerate(batches):
+            try:
+                pool = ProcessPoolExecutor(max_workers=size, mp_context=multiprocessing.get_context("spawn"),
+                                           initializer=_init_worker, initargs=(os.getpid(),))
                 futures = {pool.submit(_worker, *item[2]): item for item in batch}
+            except OSError:                         # no processes, pipes or semaphores: compile here
+                return [job for b in batches[n:] for job in b] + broken
+            try:
                 for fut in as_completed(futures):
                     key, idx, payload = futures[fut]
                     try:
@@ -238,7 +311,12 @@ def _run_pool(remote, workers: int, reqs, finish) -> None:
                     if res.key != key:                # the re-imported source differs: trust this process
                         res = _compile_here(reqs[idx[0]], payload[2])
                     finish(idx, res)
+            except BaseException:
+                _stop(pool)
+                raise
+            pool.shutdown(wait=True)
         pending, isolate = broken, True
+    return []
 
 
 def _cpu_count() -> int:

@@ -14,6 +14,17 @@ from .card import Config, KernelCard
 from .errors import ConfigError
 
 Defines = Sequence[tuple[str, Sequence[Any]]]      # [(NAME, [V1, V2, ...]), ...] in the order given
+MAX_SWEEP = 100_000          # configs in one sweep (a 216-config compile sweep takes minutes)
+
+
+def check_sweep_size(sizes: Mapping[str, int], what: str = "sweep") -> None:
+    """ConfigError when the product of the axis sizes exceeds MAX_SWEEP (checked before building it)."""
+    total = 1
+    for n in sizes.values():
+        total *= max(n, 1)
+    if total > MAX_SWEEP:
+        axes = " x ".join(f"{k} {n:,}" for k, n in sizes.items())
+        raise ConfigError(f"the {what} has {total:,} configs ({axes}); the limit is {MAX_SWEEP:,}")
 
 
 def baseline(kernel: KernelCard, given: Mapping[str, Any] | None = None, fixed: Mapping[str, Any] | None = None,
@@ -61,6 +72,7 @@ def sweep(kernel: KernelCard, base: Config, warps: Sequence[int] | None = None, 
     if stages:
         axes["num_stages"] = list(stages)
     names = list(axes)
+    check_sweep_size({k: len(v) for k, v in axes.items()})
     out = []
     for combo in itertools.product(*axes.values()):
         asked = dict(zip(names, combo))
@@ -104,6 +116,7 @@ def workload_points(kernel: KernelCard, axes: Defines = (), defines: Defines = (
         if n not in workload:
             raise ConfigError(f"--points {n}: not a workload parameter of {kernel.name}; valid: "
                               f"{', '.join(sorted(workload)) or 'none (a launcher states them in POINTS)'}")
+    check_sweep_size({k: len(v) for k, v in axes.items()}, "set of workload points")
     if axes:
         points = [kernel.resolve_point({**fixed, **dict(zip(axes, combo))})
                   for combo in itertools.product(*axes.values())]

@@ -51,14 +51,28 @@ def check_out(out: str | Path) -> Path:
 
 
 def save(fig, out: str | Path) -> Path:
+    """Write the figure to `out` (atomically: a failed write leaves no half file);
+    OccmodelError naming the file and the reason when it cannot be written."""
+    import io
     path = check_out(out)
-    path.parent.mkdir(parents=True, exist_ok=True)
     import matplotlib
     svg = path.suffix.lower() == ".svg"
-    with matplotlib.rc_context({"svg.hashsalt": "occmodel"} if svg else {}):   # stable ids: same data, same file
-        fig.savefig(path, dpi=None if svg else 150, bbox_inches="tight", metadata={"Date": None} if svg else None)
-    pyplot().close(fig)
+    buf = io.BytesIO()
+    try:
+        with matplotlib.rc_context({"svg.hashsalt": "occmodel"} if svg else {}):   # stable ids: same data, same file
+            fig.savefig(buf, format=path.suffix.lower()[1:], dpi=None if svg else 150, bbox_inches="tight",
+                        metadata={"Date": None} if svg else None)
+    finally:
+        pyplot().close(fig)
+    from .report import write_output
+    write_output(path, buf.getvalue(), "--out")
     return path
+
+
+    try:
+        atomic_write(path, data)
+    except OSError as exc:
+        raise OccmodelError(f"cannot write {what} {str(path)!r}: {exc.strerror or type(exc).__name__}") from None
 
 
 # ------------------------------------------------------------- the calculator

@@ -21,6 +21,8 @@ from typing import Any
 
 from tabulate import tabulate
 
+from .errors import OccmodelError
+
 FORMATS = ("table", "markdown", "json", "csv")
 SCHEMA_VERSION = 1
 
@@ -108,3 +110,28 @@ def render(report: Report, fmt: str = "table") -> str:
         bullet = "- " if fmt == "markdown" else "  - "
         parts.append(head + "\n".join(bullet + a for a in report.assumptions))
     return "\n\n".join(parts)
+
+
+def write_output(path, data: str | bytes, what: str = "--out") -> None:
+    """Write an output file atomically (a failed write leaves no half file); OccmodelError
+    naming the file and the reason (a folder, read-only, no space, name too long)."""
+    from pathlib import Path
+    from ._cache import atomic_write
+    path = Path(path)
+    try:
+        if path.is_dir():
+            raise OccmodelError(f"cannot write {what} {str(path)!r}: it is a folder")
+        atomic_write(path, data.encode() if isinstance(data, str) else data)
+    except OSError as exc:
+        raise OccmodelError(f"cannot write {what} {str(path)!r}: {exc.strerror or type(exc).__name__}") from None
+
+
+def write_after_run(args, path, text: str, what: str = "--out") -> bool:
+    """Write a report file after work that must not be lost: on failure the error is kept in
+    ``args.late_errors`` (``cli.main`` prints the report first, then the error, and exits 2)."""
+    try:
+        write_output(path, text, what)
+        return True
+    except OccmodelError as exc:
+        args.late_errors = list(getattr(args, "late_errors", [])) + [str(exc)]
+        return False

@@ -19,7 +19,9 @@ Importing this module imports triton (not torch, not a GPU driver).
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
 import re
 import subprocess
 from dataclasses import dataclass
@@ -60,12 +62,32 @@ def ptxas_for(cc: int):
         return knobs.nvidia.ptxas_blackwell if cc >= 100 else knobs.nvidia.ptxas
 
 
-@functools.lru_cache(maxsize=None)
 def ptxas_version(cc: int) -> str:
     """Full version ("12.8.93") of the ptxas Triton runs for `cc`; "" if it cannot run."""
+    return ptxas_identity(cc)["version"]
+
+
+def ptxas_identity(cc: int) -> dict[str, Any]:
+    """Which ptxas Triton runs for `cc` now: path (``TRITON_PTXAS_PATH`` /
+    ``TRITON_PTXAS_BLACKWELL_PATH`` respected), version, size and mtime. Part of the
+    compile cache key: a different ptxas must never be served another's registers."""
     try:
-        out = subprocess.run([ptxas_for(cc).path, "--version"], capture_output=True, text=True).stdout
+        path = ptxas_for(cc).path
     except (OSError, AttributeError, RuntimeError):
+        return {"path": "", "version": "", "size": -1, "mtime": -1}
+    try:
+        st = os.stat(path)
+        size, mtime = st.st_size, st.st_mtime_ns
+    except OSError:
+        size, mtime = -1, -1
+    return {"path": path, "version": _ptxas_version_of(path, size, mtime), "size": size, "mtime": mtime}
+
+
+@functools.lru_cache(maxsize=None)
+def _ptxas_version_of(path: str, size: int, mtime: int) -> str:
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
         return ""
     m = re.search(r"V(\d+\.\d+\.\d+)", out)
     return m.group(1) if m else ""
@@ -131,13 +153,27 @@ def option_names(cc: int) -> list[str]:
     return [f.name for f in dataclasses.fields(type(make_backend(GPUTarget("cuda", cc, 32)).parse_options({})))]
 
 
+# variables that only say where files go or what is printed: they never change a cubin
+_ENV_NOT_IN_KEY = {"TRITON_CACHE_DIR", "TRITON_HOME", "TRITON_DUMP_DIR", "TRITON_OVERRIDE_DIR",
+                   "TRITON_CACHE_MANAGER", "TRITON_REMOTE_CACHE_BACKEND", "TRITON_PRINT_AUTOTUNING",
+                   "TRITON_DEFAULT_FP_FUSION_WARNED", "TRITON_INTERPRET"}
+
+
 def cache_env() -> dict[str, str]:
-    """Environment variables Triton itself says invalidate compiled kernels."""
+    """Environment that may change a compiled kernel: the variables Triton itself says
+    invalidate its cache, plus every TRITON_* / MLIR_* / LLVM_* / NVPTX_* variable set
+    (knobs such as ``TRITON_PTXAS_PATH`` or ``DISABLE_LLVM_OPT`` reach the compiler)."""
+    env: dict[str, str] = {}
     try:
         from triton._C.libtriton import get_cache_invalidating_env_vars
-        return dict(get_cache_invalidating_env_vars())
+        env.update(get_cache_invalidating_env_vars())
     except ImportError:  # pragma: no cover
-        return {}
+        pass
+    for name, value in os.environ.items():
+        if name.startswith(("TRITON_", "MLIR_", "LLVM_", "NVPTX_", "DISABLE_LLVM", "DISABLE_MMA")) \
+                and name not in _ENV_NOT_IN_KEY:
+            env[name] = value
+    return dict(sorted(env.items()))
 
 
 def param_info(fn) -> list[tuple[str, bool, bool, bool, str]]:
@@ -198,6 +234,27 @@ class Artifacts:
     cubin: bytes
     asm: dict[str, str]    # 'ttgir', 'ptx' (and whatever else Triton kept), as text
     metadata: dict[str, Any]
+
+
+@contextlib.contextmanager
+def triton_cache_dir(path: str | None):
+    """Point Triton's compile cache at `path` for the duration (None: leave it alone)."""
+    if path is None:
+        yield
+        return
+    from triton import knobs
+    saved_env = os.environ.get("TRITON_CACHE_DIR")
+    saved_knob = knobs.cache.__dict__.pop("dir", None)      # a value set in code overrides the env
+    os.environ["TRITON_CACHE_DIR"] = path
+    try:
+        yield
+    finally:
+        if saved_env is None:
+            os.environ.pop("TRITON_CACHE_DIR", None)
+        else:
+            os.environ["TRITON_CACHE_DIR"] = saved_env
+        if saved_knob is not None:
+            knobs.cache.__dict__["dir"] = saved_knob
 
 
 def compile_source(fn, types: dict[str, str], divisible: set[str], constants: dict[str, Any],

@@ -286,7 +286,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.calibration:
         cals["measured"] = C.load(args.calibration)
     else:
-        cals["measured"] = C.measure(spec, quick=not args.full_calibration, progress=lambda m: log(f"calibrate: {m}"))
+        from occmodel import gpu_calibrate
+        cals["measured"] = gpu_calibrate.measure(spec, quick=not args.full_calibration, progress=lambda m: log(f"calibrate: {m}"))
         C.save(cals["measured"], args.out.with_suffix(".calibration.yaml"))
     log(f"calibration: {cals['measured'].as_dict()}")
     kernels = []

@@ -75,3 +75,29 @@ def annotated_kernel(X, N: tl.int64, M, scale: tl.float32, BLOCK: tl.constexpr):
     """Annotated and alignment-unspecialised parameters (launcher rules beyond the defaults)."""
     offs = tl.arange(0, BLOCK)
     tl.store(X + offs, tl.load(X + offs, mask=offs < N + M) * scale, mask=offs < N + M)
+
+
+@triton.jit
+def typed_kernel(X, N, DTYPE: tl.constexpr, BLOCK: tl.constexpr):
+    # "fp16" (a str) and tl.float16 print the same, so Triton's own cache key cannot tell
+    # them apart; the two compile to different code (a str never equals a dtype).
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(X + offs, mask=offs < N)
+    if DTYPE == "fp16":
+        x = x * 3.0
+    tl.store(X + offs, x, mask=offs < N)
+
+
+TYPED_SIG = {"X": "*fp32:16", "N": "i32"}
+
+
+@triton.jit
+def _no_such_method(x):
+    return x.nonexistent_method()
+
+
+@triton.jit
+def nested_error_kernel(X, BLOCK: tl.constexpr):
+    """Fails in a helper: Triton's CompilationError then ends in a bare '^' line."""
+    x = tl.load(X + tl.arange(0, BLOCK))
+    tl.store(X + tl.arange(0, BLOCK), _no_such_method(x))

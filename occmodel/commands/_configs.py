@@ -6,7 +6,7 @@ from __future__ import annotations
 from .. import configs as C
 from ..card import Config, KernelCard
 from ..source import load_source
-from ._args import assignments, define, int_list
+from ._args import assignments, define, drop_configs, int_list  # noqa: F401
 
 KERNEL_HELP = ("built-in card (decode_attention, decode_attention_nopipe, matmul), your card "
                "(path/to/file.py:CARD), or your own @triton.jit function (path/to/file.py:fn or "

@@ -44,7 +44,9 @@ def configs(card: KernelCard, args) -> list[dict]:
     """The sweep: the flags' product if any is given, else card.sweep(), else a default product."""
     base = _configs.baseline(card, args)
     if args.warps or args.stages or args.defines:
-        return [cfg for _, cfg, _ in _configs.sweep(card, base, args) if cfg is not None]
+        entries = _configs.sweep(card, base, args)
+        _configs.drop_configs(args, [(asked, err) for asked, cfg, err in entries if cfg is None])
+        return [cfg for _, cfg, _ in entries if cfg is not None]
     own = card.sweep()
     if len(own) > 1:
         return own

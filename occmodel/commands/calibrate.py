@@ -37,7 +37,8 @@ def _require_gpu() -> None:
 def run(args) -> Report:
     spec = load_spec(args.spec)
     _require_gpu()
-    cal = C.measure(spec, quick=args.quick, progress=lambda m: print(f"calibrate: {m}", file=sys.stderr, flush=True))
+    from .. import gpu_calibrate           # imports torch: only once a GPU is known to be there
+    cal = gpu_calibrate.measure(spec, quick=args.quick, progress=lambda m: print(f"calibrate: {m}", file=sys.stderr, flush=True))
     path = C.save(cal, args.out or C.default_path(spec.name, cal.gpu))
     sheet = C.datasheet(spec)
     rows = [{"figure": k, "measured": getattr(cal, k), "datasheet/default": getattr(sheet, k)}

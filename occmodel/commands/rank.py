@@ -78,6 +78,7 @@ def run(args) -> Report:
     skipped = [(asked, err) for asked, cfg, err in entries if cfg is None]
     if not cfgs:
         raise ConfigError(f"no valid config in the sweep; first problem: {skipped[0][1]}" if skipped else "empty sweep")
+    _configs.drop_configs(args, skipped)
     cal = C.resolve(spec, args.calibration, args.product)
     evs = E.gather(card, spec, cfgs, compile=True if args.compiled else None)
     compiled = evs[0].source == E.COMPILED

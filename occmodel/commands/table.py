@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from .. import evidence as E
 from ..configs import plain
@@ -80,10 +79,7 @@ def run(args) -> Report:
         columns += _compiled_columns(card, spec, valid, carveout)
     fixed = ", ".join(f"{k}={plain(v)}" for k, v in base.items() if k not in swept)
     notes = [f"fixed: {fixed}", f"shared-memory limit per block on {spec.name}: {limit:,} B (opt-in)"]
-    bad = [r for r in rows if r["status"] == "invalid"]
-    if bad:
-        args.exit_status = 2
-        print(f"occmodel: error: {len(bad)} config(s) invalid: {bad[0]['why']}", file=sys.stderr)
+    _configs.drop_configs(args, [(asked, err) for asked, cfg, err in entries if cfg is None])
     src = ("compiled for " + spec.arch + " (real Triton and ptxas; no hand model)" if compiled
            else "the card's hand model" + ("; the actual columns come from real Triton compiles"
                                           if args.compiled else ""))

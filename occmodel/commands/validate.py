@@ -84,9 +84,9 @@ def run(args) -> Report:
     result = V.run(plan, seed=args.seed, progress=lambda m: print(m, file=sys.stderr, flush=True))
     report = result_report(result, args)
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.with_suffix(".md").write_text(render(report, "markdown") + "\n")
-        args.out.with_suffix(".json").write_text(render(report, "json") + "\n")
+        from ..report import write_after_run         # a failed write keeps the GPU run's report on stdout
+        write_after_run(args, args.out.with_suffix(".md"), render(report, "markdown") + "\n")
+        write_after_run(args, args.out.with_suffix(".json"), render(report, "json") + "\n")
     return report
 
 
