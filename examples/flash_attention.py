@@ -8,7 +8,8 @@ registers for the whole loop, and walks the keys/values in BLOCK_N tiles: scores
 one tl.dot, a running max m and row sum l (the online softmax, in log2 units so the
 exponentials are exp2), and the output accumulator rescaled by exp2(m_old - m_new)
 before the second tl.dot adds P @ V. With CAUSAL, a query tile stops at its own
-diagonal and only the tiles that cross it are masked.
+diagonal (the loop is about half as long on average) and the scores are masked with
+one tl.where per tile (a single loop: no separate diagonal pass).
 
 Tunables: BLOCK_M, BLOCK_N (powers of two >= 16), num_warps, num_stages.
 Problem parameters (a workload point): B, H, S, D (= HEAD_DIM, a constexpr), causal, dtype.

@@ -187,6 +187,18 @@ def test_launcher_contract(kernel):
         assert mod.flops(point) > 0 and mod.grid(cfg, point) >= 1 and mod.loop_iterations(cfg, point) >= 1
 
 
+def test_examples_import_without_torch():
+    """The launcher contract: a module imports with no torch (it is imported inside the functions)."""
+    code = ("import sys; sys.modules['torch'] = None\n"
+            "import importlib.util\n"
+            f"for name in {list(CASES)!r}:\n"
+            f"    spec = importlib.util.spec_from_file_location(name, {str(EXAMPLES)!r} + '/' + name + '.py')\n"
+            "    spec.loader.exec_module(importlib.util.module_from_spec(spec))\n"
+            "print('ok')\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr[-2000:]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("arch", ["sm_120", "sm_90"])
 @pytest.mark.parametrize("kernel", list(COMPILE_CFGS))
