@@ -25,12 +25,18 @@ sys.path.insert(0, str(ROOT / "tests"))
 from test_examples_interpret import CASES, TOL, load_example  # noqa: E402
 
 
+# fp32 tl.dot runs as tf32 on a GPU (10-bit mantissa): fp32 cases of the dot kernels are
+# off by ~1e-3 x max|ref| there (measured on an H200: 1.8e-3 flash attention, 8e-4 split-K),
+# while the interpreter's 1e-4 holds for exact fp32.
+GPU_TOL = dict(TOL, fp32=5e-3)
+
+
 def _err(out, ref, dtype: str) -> dict:
     import torch
     out = out.float()
     scale = float(ref.abs().max())
     diff = (out - ref).abs()
-    tol = TOL[dtype] * max(scale, 1e-6)
+    tol = GPU_TOL[dtype] * max(scale, 1e-6)
     return {"ok": bool(((diff <= tol) & torch.isfinite(out)).all()), "max_err": float(diff.max()), "tol": tol}
 
 
