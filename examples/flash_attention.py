@@ -195,6 +195,13 @@ def reference(inputs, rows_per_step: int = 2048):
     return out
 
 
+def torch_baseline(inputs):
+    """What one would write without a kernel: torch's fused attention, in the inputs' dtype."""
+    import torch.nn.functional as F
+    return F.scaled_dot_product_attention(inputs["q"], inputs["k"], inputs["v"], is_causal=inputs["causal"],
+                                          scale=inputs["sm_scale"])
+
+
 def bytes_moved(point) -> int:
     """q, k, v read once, out written once."""
     return 4 * point["B"] * point["H"] * point["S"] * point["D"] * _elem_bytes(point.get("dtype", "bf16"))

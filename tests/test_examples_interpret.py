@@ -177,9 +177,10 @@ def test_launcher_contract(kernel):
     sane numbers at every default point."""
     mod = load_example(kernel)
     for fn in ("make_inputs", "launch", "reference", "bytes_moved", "flops", "grid", "loop_iterations",
-               "example_args"):
+               "example_args", "torch_baseline"):
         assert callable(getattr(mod, fn, None)), f"{kernel} lacks {fn}"
     assert mod.POINTS, f"{kernel} has no default POINTS"
+    assert set(mod.BASELINE) == set(mod.TUNABLES), f"{kernel}: BASELINE {mod.BASELINE} vs TUNABLES {mod.TUNABLES}"
     cfg = COMPILE_CFGS[kernel][0]
     for point in mod.POINTS:
         # one launch moves more than the H200's 50 MB L2, several times over
