@@ -137,6 +137,12 @@ def reference(inputs):
     return (rows * inputs["weight"].float()[:, :, None]).sum(dim=1)
 
 
+def torch_baseline(inputs):
+    """What one would write without a kernel: index, scale, sum over the TOPK axis."""
+    y = inputs["y"]
+    return (y[inputs["pos"].long()] * inputs["weight"].to(y.dtype)[:, :, None]).sum(dim=1)
+
+
 def bytes_moved(point) -> int:
     """Every y row read once, out written once, pos (int32) and weight (fp32) read once."""
     T, D, topk = point["T"], point["D"], point["topk"]

@@ -115,6 +115,14 @@ def reference(inputs):
     return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + inputs["eps"]) * inputs["w"].float()
 
 
+def torch_baseline(inputs):
+    """What one would write without a kernel (eager torch, fp32 math, output in x's dtype)."""
+    import torch
+    x = inputs["x"]
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(dim=-1, keepdim=True) + inputs["eps"]) * inputs["w"].float()).to(x.dtype)
+
+
 def bytes_moved(point) -> int:
     """x read once, w read once, y written once (pass 2's re-read of x is L2's to serve)."""
     e = _elem_bytes(point.get("dtype", "bf16"))

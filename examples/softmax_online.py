@@ -108,6 +108,11 @@ def reference(inputs):
     return torch.softmax(inputs["x"].float(), dim=-1)
 
 
+def torch_baseline(inputs):
+    import torch
+    return torch.softmax(inputs["x"], dim=-1)
+
+
 def bytes_moved(point) -> int:
     """x read once, y written once (pass 2's re-read of x is L2's to serve)."""
     return 2 * point["M"] * point["N"] * _elem_bytes(point.get("dtype", "bf16"))

@@ -177,14 +177,27 @@ def test_launcher_contract(kernel):
     sane numbers at every default point."""
     mod = load_example(kernel)
     for fn in ("make_inputs", "launch", "reference", "bytes_moved", "flops", "grid", "loop_iterations",
-               "example_args"):
+               "example_args", "torch_baseline"):
         assert callable(getattr(mod, fn, None)), f"{kernel} lacks {fn}"
     assert mod.POINTS, f"{kernel} has no default POINTS"
+    assert set(mod.BASELINE) == set(mod.TUNABLES), f"{kernel}: BASELINE {mod.BASELINE} vs TUNABLES {mod.TUNABLES}"
     cfg = COMPILE_CFGS[kernel][0]
     for point in mod.POINTS:
         # one launch moves more than the H200's 50 MB L2, several times over
         assert mod.bytes_moved(point) > 4 * 50e6, (kernel, point)
         assert mod.flops(point) > 0 and mod.grid(cfg, point) >= 1 and mod.loop_iterations(cfg, point) >= 1
+
+
+def test_examples_import_without_torch():
+    """The launcher contract: a module imports with no torch (it is imported inside the functions)."""
+    code = ("import sys; sys.modules['torch'] = None\n"
+            "import importlib.util\n"
+            f"for name in {list(CASES)!r}:\n"
+            f"    spec = importlib.util.spec_from_file_location(name, {str(EXAMPLES)!r} + '/' + name + '.py')\n"
+            "    spec.loader.exec_module(importlib.util.module_from_spec(spec))\n"
+            "print('ok')\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr[-2000:]
 
 
 @pytest.mark.slow
