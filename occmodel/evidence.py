@@ -189,25 +189,21 @@ def limiter_name(index: int) -> str:
 
 # ----------------------------------------------------------------- premises
 def judge(base: Evidence, cand: Evidence):
-    """The premise of the change base -> cand (occmodel.premise), its mechanism decided
-    from this evidence: compiled pipelining and dot operand reads where both were compiled."""
-    from .premise import MECHANISM_UNCHECKED, OperandReads, Prefetch, StaticPremise, lever, static_premise
-    for who, ev in (("baseline", base), ("candidate", cand)):
-        if ev.status not in ("ok",):
-            what = lever(base.config, cand.config)
-            return StaticPremise(what, f"{what}: premise not stated", MECHANISM_UNCHECKED,
-                                 f"the {who} has no evidence ({ev.source} {ev.status}: {ev.message})")
-    source = base.source if base.source == cand.source else f"{base.source} / {cand.source}"
-    prefetch = operands = None
-    bp, cp = base.pipeline, cand.pipeline
-    if bp is not None and cp is not None:
-        from .pipeline import prefetch_change
-        prefetch = Prefetch(*prefetch_change(bp, cp))
-        bm, cm = bp.main, cp.main
-        if bm is not None and cm is not None and bm.dots and cm.dots:
-            operands = OperandReads(bm.shared_read_bytes, cm.shared_read_bytes,
-                                    sum(ld.slot_bytes for ld in bm.loads))
-    return static_premise(base.config, cand.config, base_warps=base.warps_per_sm or 0,
-                          cand_warps=cand.warps_per_sm or 0, base_shared=base.shared or 0,
-                          cand_shared=cand.shared or 0, cand_fits=cand.fits, source=source,
-                          prefetch=prefetch, operands=operands)
+    """The premise of the change base -> cand (occmodel.premise.judge: one lever's rule, or the
+    combination), decided from this evidence."""
+    from .premise import judge as decide
+    return decide(base, cand)
+
+
+def premises(kernel: KernelCard, spec: HardwareSpec, base: Config, cand: Config, *, compile: bool | None = None,
+             carveout: int | None = None, progress: bool = True):
+    """One premise per lever of base -> cand (each judged with only that lever changed) plus the
+    combination when two or more change, with the evidence gathered once for every config:
+    (premises, {premise name: Evidence of its config}, Evidence of the baseline)."""
+    from .premise import judge as decide
+    from .premise import lever_configs
+    levers = lever_configs(base, cand)
+    evs = gather(kernel, spec, [base] + [c for _, c in levers], compile=compile, carveout=carveout,
+                 progress=progress)
+    base_ev = evs[0]
+    return ([decide(base_ev, ev) for ev in evs[1:]], {name: ev for (name, _), ev in zip(levers, evs[1:])}, base_ev)

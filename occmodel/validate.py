@@ -22,7 +22,7 @@ from typing import Any, Mapping
 from . import evidence as E
 from .card import Config, KernelCard
 from .errors import NoGPUError
-from .premise import DOES_NOT_FIT, MECHANISM_FAILS, StaticPremise
+from .premise import DOES_NOT_FIT, MECHANISM_FAILS, Premise, judge, lever_configs
 from .spec import HardwareSpec
 from .stats import Outcome, compare, overall
 
@@ -53,9 +53,14 @@ class Plan:
     candidates: list[Config]
     points: list[dict[str, Any]]
     rounds: int
-    static: list[StaticRow]
-    premises: list[StaticPremise]
+    static: list[StaticRow]            # baseline first, then every config a premise is about
+    premises: list[Premise]            # per candidate: one per lever, then the combination
     est_device_s: float
+
+    @property
+    def timed(self) -> dict[str, Config]:
+        """What is timed, by name: "baseline" and each premise's config."""
+        return {row.name: row.config for row in self.static}
 
 
 @dataclass
@@ -84,23 +89,65 @@ def name_of(base: Config, cand: Config) -> str:
 
 
 def plan(card: KernelCard, spec: HardwareSpec, baseline: Config, candidates: list[Config],
-         points: list[Mapping[str, Any]], rounds: int, compiled: bool = True) -> Plan:
-    """Static analysis and the device-time estimate; compiles each config for spec.arch
-    once if `compiled` (a kernel without a hand model is always compiled)."""
-    configs = [("baseline", baseline)] + [(name_of(baseline, c), c) for c in candidates]
-    cfgs = [c for _, c in configs]
+         points: list[Mapping[str, Any]], rounds: int, compiled: bool = True, combined_only: bool = False) -> Plan:
+    """Static analysis and the device-time estimate. Each candidate is one premise per lever it
+    changes (the baseline with that lever alone) plus the combination; every such config is
+    timed unless `combined_only`. Compiles each config for spec.arch once if `compiled` (a
+    kernel without a hand model is always compiled)."""
+    named: dict[str, Config] = {"baseline": baseline}
+    for cand in candidates:
+        levers = lever_configs(baseline, cand)
+        for name, cfg in (levers[-1:] if combined_only else levers):
+            named.setdefault(name, cfg)
+    cfgs = list(named.values())
     has_model = all(card.has_model(spec.compute_capability, c) for c in cfgs)
     model = E.modelled(card, spec, cfgs) if has_model else [None] * len(cfgs)
     comp = E.compiled(card, spec, cfgs) if compiled or not has_model else [None] * len(cfgs)
-    rows = [StaticRow(name, cfg, m, c) for (name, cfg), m, c in zip(configs, model, comp)]
-    premises = [E.judge(rows[0].best, row.best) for row in rows[1:]]
-    n_cfg = len(configs)
+    rows = [StaticRow(name, cfg, m, c) for (name, cfg), m, c in zip(named.items(), model, comp)]
+    premises = [judge(rows[0].best, row.best) for row in rows[1:]]
+    n_cfg = len(rows)
     est = 0.0
     for point in points:
         per_launch = estimate_launch_s(card, spec, baseline, point)
         est += rounds * (n_cfg + 1) * max(1e-3, per_launch) + n_cfg * SETUP_S_PER_CONFIG_POINT
     est += n_cfg * COMPILE_S_PER_CONFIG
     return Plan(card, spec, baseline, candidates, [dict(p) for p in points], rounds, rows, premises, est)
+
+
+def check_target(spec: HardwareSpec, env: Mapping[str, Any]) -> None:
+    """ConfigError unless the GPU that times is the spec the static premises describe."""
+    from .errors import ConfigError
+    cc = str(env.get("compute_capability", ""))
+    want = "{}.{}".format(*spec.compute_capability)
+    if cc and cc != want:
+        major, _, minor = cc.partition(".")
+        raise ConfigError(f"validate would time on {env.get('gpu', 'this GPU')} (sm_{major}{minor}) while --spec "
+                          f"{spec.name} describes sm_{''.join(map(str, spec.compute_capability))}: the static premises "
+                          f"and the timing must be about one target; use --spec sm_{major}{minor} here (or --dry-run "
+                          f"for {spec.name}'s static picture)")
+
+
+def point_context(plan: Plan, name: str, point: Mapping[str, Any], sms: int | None = None) -> str:
+    """What explains an outcome at one point: loop iterations per CTA against the pipeline's tiles
+    ahead, waves of CTAs, resident blocks there."""
+    row = next(r for r in plan.static if r.name == name)
+    ev = row.best
+    card = plan.card
+    parts = []
+    n = card.loop_iterations(row.config, point)
+    ahead = ev.pipeline.ahead if ev is not None and ev.pipeline is not None else None
+    if n is not None:
+        text = f"{n} loop iteration{'s' * (n != 1)}/CTA"
+        if ahead:
+            text += f" vs {ahead} tile{'s' * (ahead != 1)} ahead" + (" (too few to fill the pipeline)"
+                                                                      if n <= ahead else "")
+        parts.append(text)
+    grid = card.grid(row.config, point)
+    sms = sms or plan.spec.product().sms
+    if grid is not None and ev is not None and ev.blocks_per_sm:
+        waves = grid / (sms * ev.blocks_per_sm)
+        parts.append(f"{grid:,} CTAs = {waves:.2f} waves at {ev.blocks_per_sm} block(s)/SM")
+    return "; ".join(parts)
 
 
 def estimate_launch_s(card: KernelCard, spec: HardwareSpec, cfg: Config, point: Mapping[str, Any]) -> float:
@@ -134,8 +181,9 @@ def run(p: Plan, seed: int = 0, progress=print) -> Result:
     env = gpu.device_info()
     l2 = env.get("l2_bytes") or 50 * 2**20
     copy_bw = gpu.copy_bandwidth()
+    check_target(p.spec, env)
     base = p.baseline
-    configs = {"baseline": base} | {name_of(base, c): c for c in p.candidates}
+    configs = p.timed
     results = []
     for point in p.points:
         pr = PointResult(point=point, base_bytes=p.card.bytes_moved(base, point) or 0)
@@ -173,8 +221,8 @@ def run(p: Plan, seed: int = 0, progress=print) -> Result:
         results.append(pr)
         del benches, shared_sets
     verdicts = {}
-    for premise, cand in zip(p.premises, p.candidates):
-        name = name_of(base, cand)
+    for premise in p.premises:
+        name = premise.name
         point_verdicts = [r.outcomes[name].verdict for r in results if name in r.outcomes]
         verdicts[name] = overall(point_verdicts, premise.mechanism not in (MECHANISM_FAILS, DOES_NOT_FIT))
     return Result(p, env, results, verdicts, copy_bw, gpu.wall_clock() - t_start)

@@ -23,7 +23,8 @@ from occmodel.compile import compile_kernel  # noqa: E402
 from occmodel.kernels import decode_attention as DA  # noqa: E402
 from occmodel.kernels import decode_attention_nopipe as NP  # noqa: E402
 from occmodel.spec import load_spec  # noqa: E402
-from occmodel.premise import MECHANISM_FAILS, MECHANISM_HOLDS, Prefetch, static_premise  # noqa: E402
+from occmodel.premise import MECHANISM_FAILS, MECHANISM_HOLDS, judge  # noqa: E402
+from test_premise import facts  # noqa: E402
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -81,12 +82,13 @@ def test_num_stages_premise_decided_by_pipelining():
     assert not deeper and "k_lat [16x512xbf16] stays cp.async 1 buffer (0 ahead)" in why
     assert "page [16xi32] plain tt.load -> cp.async 1 buffer" in why and "No load that matters" in why
     # shared memory grows by the page ring (37,376 -> 37,504 B), which alone would say "holds"
-    flat = static_premise(base, cand, base_warps=8, cand_warps=8, base_shared=37376, cand_shared=37504,
-                          cand_fits=True, source="compiled")
+    flat = judge(facts(base, shared=37376), facts(cand, shared=37504))
     assert flat.mechanism == MECHANISM_HOLDS
-    prem = static_premise(base, cand, base_warps=8, cand_warps=8, base_shared=37376, cand_shared=37504,
-                          cand_fits=True, source="compiled", prefetch=Prefetch(deeper, why))
+    prem = judge(facts(base, shared=37376, pipeline=report(NP.CARD, "sm_120", 2)),
+                 facts(cand, shared=37504, pipeline=report(NP.CARD, "sm_120", 3)))
     assert prem.mechanism == MECHANISM_FAILS and "refuted before any timing" in prem.why and "k_lat" in prem.why
+    # what the pipeliner did instead is said beside it: the page vector became an async copy
+    assert "load page plain -> cp.async x1" in prem.also_changed and "load page plain -> cp.async x1" in prem.major
     # the one-call form a planner uses before any GPU time: the compiled evidence decides
     from occmodel import evidence as E
     spec = load_spec("sm_120")
@@ -231,17 +233,15 @@ def test_decode_operand_reads_grow_with_warps():
 
 
 def test_fewer_warps_premise_decided_by_operand_reads():
-    from occmodel.premise import MECHANISM_UNCHECKED, OperandReads
-    base = {"num_warps": 4, "num_stages": 2}
-    fewer = {"num_warps": 2, "num_stages": 2}
-    kw = dict(base_warps=16, cand_warps=8, base_shared=37376, cand_shared=37376, cand_fits=True, source="compiled")
-    holds = static_premise(base, fewer, operands=OperandReads(129_024, 72_704, 18_432), **kw)
+    from occmodel.premise import MECHANISM_UNCHECKED
+    base, fewer, more = ({"num_warps": w, "num_stages": 2} for w in (4, 2, 8))
+    reps = {w: report(DA.CARD, "sm_90", 2, num_warps=w) for w in (2, 4, 8)}
+    b = facts(base, warps=16, pipeline=reps[4])
+    holds = judge(b, facts(fewer, warps=8, pipeline=reps[2]))
+    # 129,024 / 18,432 loaded bytes = 7.0 B per loaded byte; 72,704 / 18,432 = 3.9
     assert holds.mechanism == MECHANISM_HOLDS and "129,024 -> 72,704" in holds.why and "7.0 -> 3.9" in holds.why
     assert "16 -> 8" in holds.note                    # the occupancy drop is said, not hidden
-    flat = static_premise(base, fewer, operands=OperandReads(100, 100, 10), **kw)
-    assert flat.mechanism == MECHANISM_FAILS
-    assert static_premise(base, fewer, **kw).mechanism == MECHANISM_UNCHECKED
+    assert judge(facts(base, warps=16), facts(fewer, warps=8)).mechanism == MECHANISM_UNCHECKED   # no TTGIR
     # more warps: the occupancy premise, with the extra operand reads as a side note
-    more = static_premise(base, {"num_warps": 8, "num_stages": 2}, base_warps=16, cand_warps=16, base_shared=1,
-                          cand_shared=1, cand_fits=True, operands=OperandReads(129_024, 241_664, 18_432))
-    assert more.mechanism == MECHANISM_FAILS and "241,664" in more.note
+    up = judge(b, facts(more, warps=16, pipeline=reps[8]))
+    assert up.mechanism == MECHANISM_FAILS and "129,024 ->" in up.note

@@ -111,7 +111,7 @@ def _card(args, spec, card, carveout) -> Report:
     sections = [Section(title, cols, rows, [
         "baseline: " + ", ".join(f"{k}={v}" for k, v in base_cfg.items()),
         "error = actual - predicted (relative to actual); spills are predicted when the register estimate exceeds 255"])]
-    sections.append(_premise(acts))
+    sections.append(_premise(card, spec, acts, carveout))
     if args.pipeline:
         sections += _pipeline_sections(card, cfgs, [a.pipeline for a in acts])
     ok = [r for r in results if r.ok]
@@ -139,12 +139,13 @@ def _status(res) -> str:
     return "ok" if res.ok else f"{res.status}: {res.message}"
 
 
-def _premise(acts) -> Section:
-    prem = E.judge(acts[0], acts[1])
-    return Section("Premise this change would test", [("premise", "premise"), ("mechanism", "mechanism"),
-                                                      ("why", "why")],
-                   [{"premise": prem.claim, "mechanism": prem.mechanism,
-                     "why": prem.why + (f"; note: {prem.note}" if prem.note else "")}])
+def _premise(card, spec, acts, carveout) -> Section:
+    from .predict import premise_section
+    base, cand = acts
+    if base.config == cand.config:
+        return premise_section([])
+    prems, _, _ = E.premises(card, spec, base.config, cand.config, compile=True, carveout=carveout)
+    return premise_section(prems)
 
 
 def _load_rows(who: str, rep) -> list[dict]:

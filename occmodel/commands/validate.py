@@ -9,6 +9,7 @@ from pathlib import Path
 from .. import validate as V
 from ..configs import workload_points
 from ..errors import ConfigError
+from ..premise import verdict_line
 from ..report import Report, Section, render
 from ..spec import load_spec
 from . import _configs
@@ -45,6 +46,9 @@ def add_parser(subs, common) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     p.add_argument("--dry-run", action="store_true", help="show the plan and static analysis only (no GPU)")
     p.add_argument("--no-compile", action="store_true", help="skip the compiled occupancy (model only)")
+    p.add_argument("--combined-only", action="store_true",
+                   help="a candidate that changes several parameters is timed as one config only (by default "
+                        "each lever is also timed alone, from the baseline: one premise per lever)")
     p.add_argument("--out", type=Path, default=None,
                    help="also write the A/B note as OUT.md and the full data as OUT.json")
     p.set_defaults(run=run)
@@ -69,7 +73,8 @@ def build_plan(args) -> V.Plan:
         if cand in seen:
             raise ConfigError(f"--candidate {','.join(f'{k}={v}' for k, v in flag.items())} is given twice")
         seen.append(cand)
-    return V.plan(card, spec, base, cands, points, args.rounds, compiled=not args.no_compile)
+    return V.plan(card, spec, base, cands, points, args.rounds, compiled=not args.no_compile,
+                  combined_only=args.combined_only)
 
 
 def run(args) -> Report:
@@ -113,10 +118,8 @@ def _static_section(plan: V.Plan) -> Section:
 
 
 def _premise_section(plan: V.Plan) -> Section:
-    rows = [{"premise": p.claim, "mechanism": p.mechanism, "why": p.why + (f"; note: {p.note}" if p.note else "")}
-            for p in plan.premises]
-    return Section("Premises, mechanism checked statically", [("premise", "premise"), ("mechanism", "mechanism"),
-                                                              ("why", "why")], rows)
+    from .predict import premise_section
+    return premise_section(plan.premises)
 
 
 def _what_section(plan: V.Plan, title: str, extra_rows=()) -> Section:
@@ -128,6 +131,7 @@ def _what_section(plan: V.Plan, title: str, extra_rows=()) -> Section:
             {"item": "correctness", "value": check},
             {"item": "baseline", "value": base},
             {"item": "candidates", "value": "; ".join(V.name_of(plan.baseline, c) for c in plan.candidates)},
+            {"item": "premises timed", "value": "; ".join(p.name for p in plan.premises)},
             {"item": "workload points", "value": pts}, {"item": "rounds per point", "value": plan.rounds},
             {"item": "spec", "value": f"{plan.spec.name} ({plan.spec.description})"}]
     return Section(title, [("item", "item"), ("value", "value")], rows + list(extra_rows))
@@ -156,8 +160,9 @@ def result_report(res: V.Result, args) -> Report:
     verdicts = [{"item": f"verdict: {name}", "value": v} for name, v in res.overall.items()]
     sections = [_what_section(plan, "What was tested", verdicts), _static_section(plan), _premise_section(plan)]
     unit = plan.card.throughput_unit
-    for cand in plan.candidates:
-        name = V.name_of(plan.baseline, cand)
+    sms = res.env.get("sms")
+    for premise in plan.premises:
+        name, cand = premise.name, premise.config
         rows = []
         for pr in res.points:
             label = ", ".join(f"{k}={v}" for k, v in pr.point.items())
@@ -179,11 +184,14 @@ def result_report(res: V.Result, args) -> Report:
                          "bw": _bandwidth(pr.base_bytes, t_base, res.copy_bandwidth, peak, product.name),
                          "cand_bw": _bandwidth(plan.card.bytes_moved(cand, pr.point), o.cand_median_s,
                                                res.copy_bandwidth, peak, product.name),
-                         "verdict": o.verdict, "why": o.why})
+                         "verdict": verdict_line(premise, o.verdict), "why": o.why,
+                         "context": V.point_context(plan, name, pr.point, sms)})
         cols = [("point", "point"), ("base", f"baseline {unit}"), ("cand", f"candidate {unit}"), ("delta", "delta"),
                 ("ci", "95% CI"), ("band", "A/A band"), ("spread", "baseline spread"), ("bw", "baseline HBM"), ("cand_bw", "candidate HBM"),
-                ("verdict", "verdict"), ("why", "why")]
-        sections.append(Section(f"{name}: overall {res.overall[name]}", cols, rows))
+                ("verdict", "verdict"), ("why", "why"), ("context", "at this point")]
+        sections.append(Section(f"{name}: overall {res.overall[name]}", cols, rows,
+                                [f"premise: {premise.claim}; mechanism {premise.mechanism}"]
+                                + ([f"also changed: {'; '.join(premise.also_changed)}"] if premise.also_changed else [])))
     torch_rows = [{"point": ", ".join(f"{k}={v}" for k, v in pr.point.items()),
                    "ours_us": round(plan.card.work_units(pr.point) / pr.base_throughput * 1e6, 1) if pr.base_throughput else None,
                    "torch_us": round(pr.torch_ref_s * 1e6, 1) if pr.torch_ref_s else None}
@@ -206,7 +214,7 @@ def result_report(res: V.Result, args) -> Report:
                    "band: half-width of the 95% bootstrap CI of the median A/A log-ratio (baseline vs itself, "
                    "same rounds); verdict CONFIRMED/REFUTED only when the candidate's whole 95% CI is beyond it"]
     return Report("validate", sections, assumptions,
-                  extra={"overall": res.overall, "device_seconds": res.device_seconds,
+                  extra={"overall": res.overall, "premises": [p.as_dict() for p in plan.premises], "device_seconds": res.device_seconds,
                          "copy_bandwidth": res.copy_bandwidth, "env": env,
                          "points": [{"point": pr.point, "correctness": pr.correctness,
                                      "outcomes": {k: vars(o) for k, o in pr.outcomes.items()}}
