@@ -264,9 +264,10 @@ def _defaults_from_example(fn, params: list, source: Callable, launcher, points)
         values = _as_mapping(fn, _call(source, cfg, points), "the example arguments")
     except (KernelError, ConfigError):
         return params                  # check() will name what is missing
+    given = dict(launcher.baseline or {}) if launcher is not None else {}
     out = []
     for p in params:
-        if p.default is None and values.get(p.name) is not None:
+        if p.default is None and p.name not in given and values.get(p.name) is not None:
             p = BareParam(p.name, values[p.name], "constexpr of the kernel (value from the example arguments)")
         out.append(p)
     return out
