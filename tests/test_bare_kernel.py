@@ -169,3 +169,17 @@ def test_a_minimal_card_answers_or_says_what_is_missing(env):
     assert section(v, "Static picture")["rows"][1]["compile"] == "ok"
     rank = occ(env, "rank", "--kernel", card, "--stages", "2,3", "--spec", "sm_90", rc=2).stderr.strip().splitlines()
     assert len(rank) == 1 and "rank needs grid, loop_iterations, bytes_moved, flops" in rank[0]
+
+
+def test_the_python_api_a_notebook_would_use():
+    import occmodel
+    from occmodel.card import import_file
+    mod = import_file(MM)
+    launcher = occmodel.Launcher(make_inputs=mod.make_inputs, launch=mod.launch, example_args=mod.example_args,
+                                 points=({"M": 512, "N": 512, "K": 512},))
+    kernel = occmodel.bare_kernel(mod.mm_kernel, launcher=launcher)
+    spec = occmodel.load_spec("sm_90")
+    evs = occmodel.gather(kernel, spec, [kernel.resolve({"BM": 64, "BN": 64, "BK": 32, "num_stages": s})
+                                         for s in (2, 3)])
+    assert [e.source for e in evs] == ["compiled", "compiled"] and evs[1].shared > evs[0].shared
+    assert evs[0].pipeline.main.dots and kernel.has_launcher() and not kernel.has_reference()
