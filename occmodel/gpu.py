@@ -144,14 +144,15 @@ def fresh_memory(rng: random.Random) -> torch.Tensor:
 
 
 def time_blocks(build: Callable[[int], Mapping[str, Any]], schedule: list[list[list[str]]], seed: int = 0,
-                warm_replays: int = 2, new_block: Callable[[random.Random], Any] = fresh_memory
+                warm_replays: int = 2, new_block: Callable[[random.Random], Any] | None = None
                 ) -> dict[str, list[list[float]]]:
     """Time independent blocks (stats' design). For block b: drop the previous block's benches,
     `new_block` (fresh memory), build(b) -> name -> Bench (fresh input sets and CUDA graphs;
     each Bench warms its config up), `warm_replays` untimed samples of each (re-warm), then the
     rounds of schedule[b], each timing every name once in its order (stats.block_schedule).
     Returns name -> per-block lists of seconds per launch. GPU only with the default
-    `new_block`; anything with .sample() works as a bench."""
+    `new_block` (fresh_memory); anything with .sample() works as a bench."""
+    new_block = new_block or fresh_memory
     rng = random.Random(seed)
     samples: dict[str, list[list[float]]] = {}
     for b, rounds in enumerate(schedule):
