@@ -8,8 +8,10 @@ Imports torch at module import: import this module only where a GPU is wanted
 
 from __future__ import annotations
 
+import gc
 import math
 import platform
+import random
 import subprocess
 import time
 from dataclasses import dataclass
@@ -130,6 +132,40 @@ class Bench:
         end.record()
         end.synchronize()
         return start.elapsed_time(end) / 1e3 / self.n
+
+
+def fresh_memory(rng: random.Random) -> torch.Tensor:
+    """GPU only. Start a block on fresh memory: give the caching allocator's free blocks back
+    to the driver and hold a pad of random size (2-64 MiB), so the block's new allocations do
+    not simply reuse the previous block's addresses. Keep the returned pad alive for the block."""
+    gc.collect()
+    torch.cuda.empty_cache()
+    return torch.empty(rng.randrange(1, 33) * 2 * 2**20, dtype=torch.uint8, device="cuda")
+
+
+def time_blocks(build: Callable[[int], Mapping[str, Any]], schedule: list[list[list[str]]], seed: int = 0,
+                warm_replays: int = 2, new_block: Callable[[random.Random], Any] | None = None
+                ) -> dict[str, list[list[float]]]:
+    """Time independent blocks (stats' design). For block b: drop the previous block's benches,
+    `new_block` (fresh memory), build(b) -> name -> Bench (fresh input sets and CUDA graphs;
+    each Bench warms its config up), `warm_replays` untimed samples of each (re-warm), then the
+    rounds of schedule[b], each timing every name once in its order (stats.block_schedule).
+    Returns name -> per-block lists of seconds per launch. GPU only with the default
+    `new_block` (fresh_memory); anything with .sample() works as a bench."""
+    new_block = new_block or fresh_memory
+    rng = random.Random(seed)
+    samples: dict[str, list[list[float]]] = {}
+    for b, rounds in enumerate(schedule):
+        pad = new_block(rng)
+        benches = build(b)
+        for bench in benches.values():
+            for _ in range(warm_replays):
+                bench.sample()
+        for order in rounds:
+            for name in order:
+                samples.setdefault(name, [[] for _ in schedule])[b].append(benches[name].sample())
+        del benches, pad
+    return samples
 
 
 def input_sets(card: KernelCard, cfg: Config, point: Mapping[str, Any], l2_bytes: int, seed: int,

@@ -7,9 +7,13 @@ Order of work, per DESIGN.md's verdicts:
 2. correctness gate: each config's output against the torch reference on fresh
    random inputs; a wrong kernel is never timed (a kernel without a reference
    is timed and the report says "timed without a correctness check");
-3. timing: rounds of A B A' C ... interleaved (baseline twice per round for
-   the A/A band), each sample one CUDA-graph replay after an L2 flush;
-4. verdicts: stats.compare per point, stats.overall per candidate.
+3. timing: the rounds split over independent blocks (stats.split_rounds); each
+   block has fresh allocations and input sets (new seeds), new CUDA graphs and a
+   re-warm; each round times the baseline twice (A and A', two instances: the
+   A/A band) and every candidate once, in a random order (stats.block_schedule);
+   each sample one CUDA-graph replay after an L2 flush (gpu.time_blocks);
+4. verdicts: stats.compare per point (random-effects interval over blocks),
+   stats.overall_detail per candidate (MIXED when points disagree).
 
 `plan()` is pure and runs anywhere (--dry-run); `run()` needs a GPU.
 """
@@ -24,10 +28,11 @@ from .card import Config, KernelCard
 from .errors import NoGPUError
 from .premise import DOES_NOT_FIT, MECHANISM_FAILS, Premise, judge, lever_configs
 from .spec import HardwareSpec
-from .stats import Outcome, compare, overall
+from .stats import DEFAULT_BLOCKS, Outcome, block_schedule, compare, overall_detail, split_rounds
 
 SETUP_S_PER_CONFIG_POINT = 1.5      # inputs, graph capture, correctness (measured on an H200, see notes)
 COMPILE_S_PER_CONFIG = 4.0
+BLOCK_SETUP_S_PER_CONFIG = 0.3      # fresh input sets + graph capture + re-warm per block (an estimate, not yet measured)
 
 
 @dataclass
@@ -56,6 +61,7 @@ class Plan:
     static: list[StaticRow]            # baseline first, then every config a premise is about
     premises: list[Premise]            # per candidate: one per lever, then the combination
     est_device_s: float
+    blocks: int = DEFAULT_BLOCKS   # independent blocks the rounds of a point are split over
 
     @property
     def timed(self) -> dict[str, Config]:
@@ -81,6 +87,7 @@ class Result:
     overall: dict[str, str]
     copy_bandwidth: float
     device_seconds: float
+    overall_detail: dict[str, dict[str, Any]] = field(default_factory=dict)   # stats.Overall.as_dict() per premise
 
 
 def name_of(base: Config, cand: Config) -> str:
@@ -89,7 +96,8 @@ def name_of(base: Config, cand: Config) -> str:
 
 
 def plan(card: KernelCard, spec: HardwareSpec, baseline: Config, candidates: list[Config],
-         points: list[Mapping[str, Any]], rounds: int, compiled: bool = True, combined_only: bool = False) -> Plan:
+         points: list[Mapping[str, Any]], rounds: int, compiled: bool = True, combined_only: bool = False,
+         blocks: int = DEFAULT_BLOCKS) -> Plan:
     """Static analysis and the device-time estimate. Each candidate is one premise per lever it
     changes (the baseline with that lever alone) plus the combination; every such config is
     timed unless `combined_only`. Compiles each config for spec.arch once if `compiled` (a
@@ -109,9 +117,10 @@ def plan(card: KernelCard, spec: HardwareSpec, baseline: Config, candidates: lis
     est = 0.0
     for point in points:
         per_launch = estimate_launch_s(card, spec, baseline, point)
-        est += rounds * (n_cfg + 1) * max(1e-3, per_launch) + n_cfg * SETUP_S_PER_CONFIG_POINT
+        est += rounds * (n_cfg + 1) * max(1e-3, per_launch) + n_cfg * SETUP_S_PER_CONFIG_POINT \
+            + blocks * (n_cfg + 1) * BLOCK_SETUP_S_PER_CONFIG
     est += n_cfg * COMPILE_S_PER_CONFIG
-    return Plan(card, spec, baseline, candidates, [dict(p) for p in points], rounds, rows, premises, est)
+    return Plan(card, spec, baseline, candidates, [dict(p) for p in points], rounds, rows, premises, est, blocks)
 
 
 def check_target(spec: HardwareSpec, env: Mapping[str, Any]) -> None:
@@ -173,8 +182,15 @@ def _problem_key(card: KernelCard, cfg: Config) -> tuple:
     return tuple(sorted((k, v) for k, v in cfg.items() if not card.param(k).tunable))
 
 
+def point_label(point: Mapping[str, Any], points: list[Mapping[str, Any]]) -> str:
+    """A point named by the workload parameters that vary across `points` ("C=8"), all of them
+    when none varies."""
+    varying = [k for k in point if len({repr(q.get(k)) for q in points}) > 1] or list(point)
+    return ", ".join(f"{k}={point[k]}" for k in varying)
+
+
 def run(p: Plan, seed: int = 0, progress=print) -> Result:
-    """Correctness gate, interleaved timing and verdicts on the local GPU."""
+    """Correctness gate, timing in independent blocks, and verdicts on the local GPU."""
     from . import gpu
     gpu.require_gpu()
     t_start = gpu.wall_clock()
@@ -185,7 +201,8 @@ def run(p: Plan, seed: int = 0, progress=print) -> Result:
     base = p.baseline
     configs = p.timed
     results = []
-    for point in p.points:
+    per_block = split_rounds(p.rounds, p.blocks)
+    for i, point in enumerate(p.points):
         pr = PointResult(point=point, base_bytes=p.card.bytes_moved(base, point) or 0)
         progress(f"point {point}: correctness")
         for name, cfg in configs.items():
@@ -194,35 +211,40 @@ def run(p: Plan, seed: int = 0, progress=print) -> Result:
         if not pr.correctness["baseline"]["ok"]:
             results.append(pr)
             continue
-        benches, shared_sets = {}, {}
-        for name, cfg in configs.items():
-            if pr.correctness[name]["ok"]:
-                key = _problem_key(p.card, cfg)          # configs of one problem time on the same inputs
+        # A' is a second instance of the baseline (its own graph): the A/A pair sees what a candidate sees
+        names = ["baseline", "baseline'"] + [n for n in configs if n != "baseline" and pr.correctness[n]["ok"]]
+
+        def build(b: int, point=point, names=names) -> dict[str, Any]:
+            """Block b's benches: fresh input sets (seeds new per block), shared by configs of one problem."""
+            shared_sets, benches = {}, {}
+            for name in names:
+                cfg = configs["baseline" if name == "baseline'" else name]
+                key = _problem_key(p.card, cfg)
                 if key not in shared_sets:
-                    shared_sets[key] = gpu.input_sets(p.card, cfg, point, l2, seed=seed + 100)
+                    shared_sets[key] = gpu.input_sets(p.card, cfg, point, l2, seed=seed + 100 + 1000 * b)
                 benches[name] = gpu.Bench(lambda s, cfg=cfg: p.card.launch(s, cfg), shared_sets[key],
                                           flush_bytes=2 * l2)
-        progress(f"point {point}: timing {len(benches)} configs x {p.rounds} rounds")
-        samples: dict[str, list[float]] = {name: [] for name in benches} | {"baseline'": []}
-        for _ in range(p.rounds):
-            order = ["baseline"] + [n for n in benches if n != "baseline"]
-            order.insert(len(order) // 2 + 1, "baseline'")      # A B A' C ...: A' in the middle
-            for name in order:
-                samples[name].append(benches["baseline" if name == "baseline'" else name].sample())
-        for name in benches:
-            if name != "baseline":
-                pr.outcomes[name] = compare(samples["baseline"], samples["baseline'"], samples[name], seed=seed)
-        t_base = sorted(samples["baseline"])[len(samples["baseline"]) // 2]
-        pr.base_throughput = p.card.work_units(point) / t_base
+            return benches
+
+        progress(f"point {point}: timing {len(names) - 1} configs (baseline twice) in {p.blocks} blocks x "
+                 f"{'/'.join(map(str, sorted(set(per_block))))} rounds")
+        schedule = block_schedule(names, per_block, seed=seed + 7919 * i)
+        samples = gpu.time_blocks(build, schedule, seed=seed + i)
+        for name in names[2:]:
+            pr.outcomes[name] = compare(samples["baseline"], samples["baseline'"], samples[name], seed=seed)
+        all_base = sorted(t for blk in samples["baseline"] for t in blk)
+        pr.base_throughput = p.card.work_units(point) / all_base[len(all_base) // 2]
         if p.card.has_torch_baseline():
-            bench = gpu.Bench(lambda s: p.card.torch_baseline(s), shared_sets[_problem_key(p.card, base)],
-                              flush_bytes=2 * l2)
+            sets = gpu.input_sets(p.card, base, point, l2, seed=seed + 100)
+            bench = gpu.Bench(lambda s: p.card.torch_baseline(s), sets, flush_bytes=2 * l2)
             pr.torch_ref_s = sorted(bench.sample() for _ in range(5))[2]
+            del bench, sets
         results.append(pr)
-        del benches, shared_sets
-    verdicts = {}
+    verdicts, details = {}, {}
     for premise in p.premises:
         name = premise.name
-        point_verdicts = [r.outcomes[name].verdict for r in results if name in r.outcomes]
-        verdicts[name] = overall(point_verdicts, premise.mechanism not in (MECHANISM_FAILS, DOES_NOT_FIT))
-    return Result(p, env, results, verdicts, copy_bw, gpu.wall_clock() - t_start)
+        point_verdicts = [(point_label(r.point, p.points), r.outcomes[name].verdict)
+                          for r in results if name in r.outcomes]
+        d = overall_detail(point_verdicts, premise.mechanism not in (MECHANISM_FAILS, DOES_NOT_FIT))
+        verdicts[name], details[name] = d.text, d.as_dict()
+    return Result(p, env, results, verdicts, copy_bw, gpu.wall_clock() - t_start, details)

@@ -22,8 +22,9 @@ def add_parser(subs, common) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="For each candidate and workload point: check the premise's mechanism statically "
                     "(predicted and compiled occupancy / pipeline depth), gate on correctness against the "
-                    "torch reference, time baseline and candidate interleaved over rounds (A B A' ...) with "
-                    "the L2 flushed, measure the A/A noise band, and give a verdict: CONFIRMED (gain beyond "
+                    "torch reference, time baseline (twice: A/A) and candidates interleaved in random order over "
+                    "rounds split into independent blocks (fresh inputs and graphs each) with the L2 flushed, "
+                    "measure the A/A noise band, and give a verdict: CONFIRMED (gain beyond "
                     "the band), REFUTED (loss beyond it, or the mechanism did not happen) or INCONCLUSIVE.",
         epilog="example (the seed's experiment):\n"
                "  occmodel validate --kernel decode_attention --spec sm_90 \\\n"
@@ -42,7 +43,11 @@ def add_parser(subs, common) -> None:
                    help="workload points to sweep, e.g. C=1,8,48,64,96 (repeatable; the product is taken)")
     p.add_argument("-D", dest="defines", type=define, action="append", default=[], metavar="NAME=VALUE",
                    help="fix a workload parameter (e.g. ctx=8192) or a card parameter for all configs")
-    p.add_argument("--rounds", type=int, default=15, help="interleaved rounds per point (>= 5; default 15)")
+    p.add_argument("--rounds", type=int, default=30,
+                   help="interleaved rounds per point in all, split over --blocks (>= 3 per block; default 30)")
+    p.add_argument("--blocks", type=int, default=5,
+                   help="independent blocks per point (fresh inputs, graphs and warm-up each; >= 3; default 5): "
+                        "the interval covers the variation between them")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     p.add_argument("--dry-run", action="store_true", help="show the plan and static analysis only (no GPU)")
     p.add_argument("--no-compile", action="store_true", help="skip the compiled occupancy (model only)")
@@ -59,6 +64,11 @@ def build_plan(args) -> V.Plan:
     card = _configs.kernel(args)
     if args.rounds < 5:
         raise ConfigError(f"--rounds {args.rounds} is too few; allowed >= 5")
+    if args.blocks < 3:
+        raise ConfigError(f"--blocks {args.blocks} is too few; allowed >= 3")
+    if args.rounds < 3 * args.blocks:
+        raise ConfigError(f"--rounds {args.rounds} is too few for {args.blocks} blocks; allowed >= {3 * args.blocks} "
+                          "(3 rounds per block)")
     if not args.candidate:
         raise ConfigError("no --candidate given; e.g. --candidate num_warps=8")
     points, card_defines = workload_points(card, args.points, args.defines)
@@ -74,7 +84,7 @@ def build_plan(args) -> V.Plan:
             raise ConfigError(f"--candidate {','.join(f'{k}={v}' for k, v in flag.items())} is given twice")
         seen.append(cand)
     return V.plan(card, spec, base, cands, points, args.rounds, compiled=not args.no_compile,
-                  combined_only=args.combined_only)
+                  combined_only=args.combined_only, blocks=args.blocks)
 
 
 def run(args) -> Report:
@@ -132,9 +142,27 @@ def _what_section(plan: V.Plan, title: str, extra_rows=()) -> Section:
             {"item": "baseline", "value": base},
             {"item": "candidates", "value": "; ".join(V.name_of(plan.baseline, c) for c in plan.candidates)},
             {"item": "premises timed", "value": "; ".join(p.name for p in plan.premises)},
-            {"item": "workload points", "value": pts}, {"item": "rounds per point", "value": plan.rounds},
+            {"item": "workload points", "value": pts}, {"item": "rounds per point", "value": _rounds_text(plan)},
             {"item": "spec", "value": f"{plan.spec.name} ({plan.spec.description})"}]
     return Section(title, [("item", "item"), ("value", "value")], rows + list(extra_rows))
+
+
+def _rounds_text(plan: V.Plan) -> str:
+    from ..stats import split_rounds
+    sizes = sorted(set(split_rounds(plan.rounds, plan.blocks)))
+    return f"{plan.rounds} ({plan.blocks} independent blocks x {'-'.join(map(str, sizes))} rounds)"
+
+
+def _overall_text(res: V.Result, name: str) -> str:
+    """overall[name], with the measured outcome beside a static refutation."""
+    d = res.overall_detail.get(name)
+    if d and d["refuted_statically"]:
+        return f"{res.overall[name]} (statically: the mechanism did not happen); measured: {d['measured_text']}"
+    return res.overall[name]
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
 
 
 def plan_report(plan: V.Plan) -> Report:
@@ -157,7 +185,7 @@ def result_report(res: V.Result, args) -> Report:
     plan = res.plan
     product = plan.spec.product_for_gpu(str(res.env.get("gpu", ""))) or plan.spec.product()
     peak = product.memory_bandwidth_gbs * 1e9
-    verdicts = [{"item": f"verdict: {name}", "value": v} for name, v in res.overall.items()]
+    verdicts = [{"item": f"verdict: {name}", "value": _overall_text(res, name)} for name in res.overall]
     sections = [_what_section(plan, "What was tested", verdicts), _static_section(plan), _premise_section(plan)]
     unit = plan.card.throughput_unit
     sms = res.env.get("sms")
@@ -181,15 +209,17 @@ def result_report(res: V.Result, args) -> Report:
             rows.append({"point": label, "base": round(pr.base_throughput), "cand": round(plan.card.work_units(pr.point) / o.cand_median_s),
                          "delta": f"{100 * o.delta:+.1f}%", "ci": f"{100 * (o.ci_low - 1):+.1f}..{100 * (o.ci_high - 1):+.1f}%",
                          "band": f"+-{100 * o.band:.1f}%", "spread": f"{100 * o.base_spread:.1f}%",
+                         "noise": f"{_pct(o.within_sd)} / {_pct(o.between_sd)}",
                          "bw": _bandwidth(pr.base_bytes, t_base, res.copy_bandwidth, peak, product.name),
                          "cand_bw": _bandwidth(plan.card.bytes_moved(cand, pr.point), o.cand_median_s,
                                                res.copy_bandwidth, peak, product.name),
                          "verdict": verdict_line(premise, o.verdict), "why": o.why,
                          "context": V.point_context(plan, name, pr.point, sms)})
         cols = [("point", "point"), ("base", f"baseline {unit}"), ("cand", f"candidate {unit}"), ("delta", "delta"),
-                ("ci", "95% CI"), ("band", "A/A band"), ("spread", "baseline spread"), ("bw", "baseline HBM"), ("cand_bw", "candidate HBM"),
+                ("ci", "95% CI"), ("band", "A/A band"), ("noise", "SD within / between blocks"),
+                ("spread", "baseline spread"), ("bw", "baseline HBM"), ("cand_bw", "candidate HBM"),
                 ("verdict", "verdict"), ("why", "why"), ("context", "at this point")]
-        sections.append(Section(f"{name}: overall {res.overall[name]}", cols, rows,
+        sections.append(Section(f"{name}: overall {_overall_text(res, name)}", cols, rows,
                                 [f"premise: {premise.claim}; mechanism {premise.mechanism}"]
                                 + ([f"also changed: {'; '.join(premise.also_changed)}"] if premise.also_changed else [])))
     torch_rows = [{"point": ", ".join(f"{k}={v}" for k, v in pr.point.items()),
@@ -210,11 +240,23 @@ def result_report(res: V.Result, args) -> Report:
                  {"item": "command", "value": "occmodel " + " ".join(sys.argv[1:])}]
     sections.append(Section("Environment", [("item", "item"), ("value", "value")], env_rows))
     assumptions = [f"spec {plan.spec.name}; timings: CUDA events around CUDA-graph replays, L2 flushed before "
-                   f"every sample, inputs rotated over >= 3x L2, {plan.rounds} interleaved rounds",
-                   "band: half-width of the 95% bootstrap CI of the median A/A log-ratio (baseline vs itself, "
-                   "same rounds); verdict CONFIRMED/REFUTED only when the candidate's whole 95% CI is beyond it"]
+                   f"every sample, inputs rotated over >= 3x L2; {_rounds_text(plan)} per point: each block "
+                   "with fresh allocations and input sets, new CUDA graphs and a re-warm; in each round the "
+                   "baseline twice (two instances, A and A') and every candidate once, in a random order",
+                   "interval: one-way random-effects model on the per-block median log-ratios m_b: "
+                   "mean(m_b) +- t(0.975, B-1) * sd(m_b) / sqrt(B), so it covers the variation between "
+                   "blocks (what a re-run shows) as well as within them; 'SD within / between blocks' "
+                   "splits it: round-to-round SD inside a block, and the block shift's SD by the method of "
+                   "moments (sd(m_b)^2 - (pi/2) within^2 / rounds per block)",
+                   "band: half-width of the same interval on the A/A log-ratio (baseline A vs A'); verdict "
+                   "CONFIRMED/REFUTED only when the candidate's whole 95% interval is beyond it",
+                   "overall: the decisive points (CONFIRMED/REFUTED) decide; INCONCLUSIVE points do not break "
+                   "agreement; points that disagree give MIXED with the points named; a mechanism that did "
+                   "not happen statically keeps REFUTED, the measured outcome beside it"]
     return Report("validate", sections, assumptions,
-                  extra={"overall": res.overall, "premises": [p.as_dict() for p in plan.premises], "device_seconds": res.device_seconds,
+                  extra={"overall": res.overall, "overall_detail": res.overall_detail,
+                         "premises": [p.as_dict() for p in plan.premises],
+                         "blocks": plan.blocks, "rounds": plan.rounds, "device_seconds": res.device_seconds,
                          "copy_bandwidth": res.copy_bandwidth, "env": env,
                          "points": [{"point": pr.point, "correctness": pr.correctness,
                                      "outcomes": {k: vars(o) for k, o in pr.outcomes.items()}}
