@@ -148,7 +148,7 @@ def test_rank_and_validate_dry_run_with_a_launcher(env):
 
 
 def test_bad_input_says_how_to_give_it(env, tmp_path):
-    no_types = occ(env, "predict", "--kernel", KERNEL, *TILES, rc=2).stderr.strip().splitlines()
+    no_types = occ(env, "predict", "--kernel", KERNEL, *TILES, "--stages", "2", rc=2).stderr.strip().splitlines()
     assert len(no_types) == 1 and "--signature" in no_types[0] and "--args" in no_types[0]
     bad = tmp_path / "launcher.py"
     bad.write_text("def make_inputs(point):\n    return {}\n")

@@ -63,8 +63,12 @@ def test_card_actual_vs_predicted(env, entry):
     assert rows["compile status"]["cand_actual"] == "ok"
     # 55,808 + 1 KB reserved per block: one block fits in sm_120's 100 KB, 8 warps of 256 threads
     assert (rows["resident blocks per SM"]["cand_actual"], rows["resident warps per SM"]["cand_actual"]) == (1, 8)
-    premise = section(d, "Premise")["rows"][0]
-    assert premise["mechanism"] == "fails" and "compiled resident warps/SM stay 8 -> 8" in premise["why"]
+    # one premise per lever, then the combination: at the combined config num_warps no longer adds warps
+    # (the KV ring of S=3 leaves one block), while num_stages still deepens the pipeline
+    alone_w, alone_s, both = section(d, "Premises")["rows"]
+    assert alone_w["premise"].startswith("num_warps 4->8 raises") and alone_s["premise"].startswith("num_stages 2->3")
+    assert alone_s["mechanism"] == "holds" and "TTGIR" in alone_s["why"]
+    assert "num_warps: fails (compiled resident warps/SM stay 8 -> 8" in both["why"] and "num_stages: holds" in both["why"]
     assert any("ptxas" in a for a in d["assumptions"]) and any("signature used" in a for a in d["assumptions"])
 
 
