@@ -152,3 +152,176 @@ def triton_dir(type_class: Any, ptxas: Any) -> str:
     with ``"16"``); a different ptxas binary gets a different folder too."""
     tag = sha256(json.dumps([type_class, ptxas], sort_keys=True, default=str).encode())[:16]
     return str(root() / "triton" / tag)
+
+
+# ------------------------------------------------------- bounds, sizes, clearing
+TRITON_LIMIT_MB = 256        # default bound of Triton's cache under root()/triton ($OCCMODEL_TRITON_CACHE_MB)
+_TRIM_GRACE_S = 120.0        # a Triton cache folder this young may still be written: never trimmed
+
+
+def triton_root() -> Path:
+    return root() / "triton"
+
+
+def triton_limit() -> int:
+    """The bound on Triton's cache, in bytes: $OCCMODEL_TRITON_CACHE_MB (0: keep nothing old), else 256 MB."""
+    text = os.environ.get("OCCMODEL_TRITON_CACHE_MB", "").strip()
+    try:
+        mb = float(text) if text else TRITON_LIMIT_MB
+    except ValueError:
+        mb = TRITON_LIMIT_MB
+    return int(max(mb, 0.0) * 1024 * 1024)
+
+
+def _tree(path: Path) -> tuple[int, int, float]:
+    """(files, bytes, newest mtime) of a folder tree; what vanishes meanwhile is skipped."""
+    files = size = 0
+    newest = 0.0
+    stack = [path]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as it:
+                for e in it:
+                    try:
+                        if e.is_dir(follow_symlinks=False):
+                            stack.append(Path(e.path))
+                        elif e.is_file(follow_symlinks=False):
+                            st = e.stat(follow_symlinks=False)
+                            files += 1
+                            size += st.st_size
+                            newest = max(newest, st.st_mtime)
+                    except OSError:
+                        continue
+        except OSError:
+            continue
+    return files, size, newest
+
+
+def triton_entries() -> list[tuple[Path, int, float]]:
+    """Triton's cache entries under occmodel's folder: (folder, bytes, newest mtime), one per
+    compiled kernel (``triton/<class>/<triton key>/``)."""
+    out = []
+    base = triton_root()
+    try:
+        classes = [Path(e.path) for e in os.scandir(base) if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return out
+    for cls in classes:
+        try:
+            entries = [Path(e.path) for e in os.scandir(cls) if e.is_dir(follow_symlinks=False)]
+        except OSError:
+            continue
+        for entry in entries:
+            _files, size, newest = _tree(entry)
+            out.append((entry, size, newest or _mtime(entry)))
+    return out
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def trim_triton(limit: int | None = None, now: float | None = None) -> tuple[int, int]:
+    """Delete Triton's oldest cache entries until the folder holds at most `limit` bytes
+    (default :func:`triton_limit`). Entries written in the last two minutes are kept (a
+    compile may be writing them). Returns (entries removed, bytes freed). occmodel's own
+    results never depend on Triton's cache: a trimmed entry only costs a recompile."""
+    import shutil
+    import time
+    limit = triton_limit() if limit is None else limit
+    now = time.time() if now is None else now
+    entries = triton_entries()
+    total = sum(size for _p, size, _t in entries)
+    removed = freed = 0
+    for path, size, newest in sorted(entries, key=lambda e: e[2]):
+        if total <= limit:
+            break
+        if now - newest < _TRIM_GRACE_S:
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        total -= size
+        removed += 1
+        freed += size
+    return removed, freed
+
+
+def compile_entries() -> list[tuple[str, list[Path], int, float]]:
+    """occmodel's compile cache: (key, its files (entry .json first, then sidecars), bytes, mtime of the entry)."""
+    groups: dict[str, list[Path]] = {}
+    base = compile_dir()
+    try:
+        shards = [Path(e.path) for e in os.scandir(base) if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
+    for shard in shards:
+        try:
+            names = [Path(e.path) for e in os.scandir(shard) if e.is_file(follow_symlinks=False)]
+        except OSError:
+            continue
+        for path in names:
+            key = path.name.split(".", 1)[0]
+            if key:                                   # ".name.tmp" files of a write in progress start with "."
+                groups.setdefault(key, []).append(path)
+    out = []
+    for key, paths in groups.items():
+        paths.sort(key=lambda p: (p.suffix != ".json", p.name))
+        size = 0
+        for p in paths:
+            try:
+                size += p.stat().st_size
+            except OSError:
+                pass
+        out.append((key, paths, size, _mtime(paths[0])))
+    return out
+
+
+def compile_times(arch: str, kernel: str | None = None) -> list[float]:
+    """compile_seconds of the cached compiles for `arch` (of `kernel` when given), successes and
+    compiler failures alike (both are real compiles)."""
+    out = []
+    for key, paths, _size, _t in compile_entries():
+        if paths[0].suffix != ".json":
+            continue
+        data = read_json(paths[0])
+        if not isinstance(data, dict) or data.get("arch") != arch:
+            continue
+        if kernel is not None and data.get("kernel") != kernel:
+            continue
+        secs = data.get("compile_seconds")
+        if isinstance(secs, (int, float)) and not isinstance(secs, bool) and secs > 0:
+            out.append(float(secs))
+    return out
+
+
+def clear(older_than_s: float | None = None, now: float | None = None) -> dict[str, dict[str, int]]:
+    """Delete occmodel's compile results and Triton's cache under root() (only entries last
+    written more than `older_than_s` seconds ago, when given). An entry's .json goes before its
+    sidecars, so a reader never finds an entry whose files are half gone. Returns what was freed:
+    {"compile": {"entries", "bytes"}, "triton": {"entries", "bytes"}}."""
+    import shutil
+    import time
+    now = time.time() if now is None else now
+    done = {"compile": {"entries": 0, "bytes": 0}, "triton": {"entries": 0, "bytes": 0}}
+    for _key, paths, size, mtime in compile_entries():
+        if older_than_s is not None and now - mtime < older_than_s:
+            continue
+        for p in paths:
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
+        done["compile"]["entries"] += 1
+        done["compile"]["bytes"] += size
+    for path, size, newest in triton_entries():
+        if older_than_s is not None and now - newest < older_than_s:
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        done["triton"]["entries"] += 1
+        done["triton"]["bytes"] += size
+    for folder in (compile_dir(), triton_root()):          # empty shard / class folders
+        with contextlib.suppress(OSError):
+            for sub in os.scandir(folder):
+                with contextlib.suppress(OSError):
+                    os.rmdir(sub.path)
+    return done

@@ -24,7 +24,8 @@ import warnings
 from .errors import OccmodelError
 from .report import FORMATS, render
 
-COMMANDS = ("predict", "table", "compile", "accuracy", "fit", "validate", "occupancy", "specs", "plot", "rank", "calibrate")
+COMMANDS = ("predict", "table", "compile", "accuracy", "fit", "validate", "occupancy", "specs", "plot", "rank", "calibrate",
+            "cache")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -129,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
         return _main(argv)
     finally:
         _interrupt.STICKY = sticky
+        from . import _sweep
+        _sweep.reset()                   # library defaults again; an engine connection closed
 
 
 def _main(argv: list[str] | None) -> int:
@@ -141,6 +144,10 @@ def _main(argv: list[str] | None) -> int:
         if args.command is None:
             parser.print_help()
             return EXIT_ERROR
+        if hasattr(args, "max_configs"):           # a command that compiles: how its sweeps run
+            from . import _sweep
+            _sweep.configure(executor=args.executor,
+                             max_new=None if args.yes else args.max_configs or _sweep.MAX_NEW_DEFAULT)
         report = args.run(args)
         status = getattr(args, "exit_status", EXIT_OK)
         partial = _compile_interrupted()

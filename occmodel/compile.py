@@ -45,6 +45,7 @@ descriptor level to keep MLIR and ptxas diagnostics); use :func:`compile_many`
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -368,6 +369,21 @@ def _store_entry(res: CompileResult) -> None:
         if value is not None:
             sidecars[name] = value if isinstance(value, bytes) else value.encode()
     _cache.store(res.key, dict(res.as_dict(), format=CACHE_FORMAT), sidecars)
+
+
+def accept_remote(req: "Request", res: Any) -> CompileResult | None:
+    """A result compiled by another process or machine (an engine's worker) for `req`, checked
+    as a cache entry is checked on read (the same shape, the same key, kernel, arch, warps and
+    stages) and then cached here; None when it is not `req`'s (another toolchain gives another
+    key) or the worker's machine failed it (environmental): then it is to be compiled here."""
+    if not isinstance(res, CompileResult) or res.key != req.key or res.environmental:
+        return None
+    if not _entry_ok(dict(res.as_dict(), format=CACHE_FORMAT, sidecars={}), req):
+        return None
+    if res.cached:
+        res = dataclasses.replace(res, cached=False)
+    _store_entry(res)
+    return res
 
 
 def _atomic_write(path: Path, data: bytes) -> None:

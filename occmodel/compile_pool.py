@@ -37,14 +37,14 @@ import signal
 import sys
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, CancelledError, Executor, ProcessPoolExecutor, as_completed, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-from .compile import (INTERRUPTED, CompileResult, cached_result, check_target, compile_request, failed_result,
-                      jit_function, load_kernel, make_request)
-from . import _interrupt
+from .compile import (INTERRUPTED, CompileResult, accept_remote, cached_result, check_target, compile_request,
+                      failed_result, jit_function, load_kernel, make_request)
+from . import _cache, _interrupt, _sweep
 from .errors import CompileError
 
 __all__ = ["CompileJob", "compile_many", "kernel_ref", "load_kernel", "interrupted", "reset_interrupted"]
@@ -137,24 +137,58 @@ def _init_worker(parent: int) -> None:
 
 
 class _Progress:
-    """A one-line progress bar on stderr, drawn only when stderr is a terminal."""
+    """Progress of one sweep on stderr: a one-line bar with count and ETA when stderr is a
+    terminal; when it is not, a plain line every ``_sweep.LINE_EVERY_S`` seconds, and only for a
+    sweep that compiles more than ``_sweep.ANNOUNCE`` new configs (small ones stay quiet)."""
 
     def __init__(self, total: int, enabled: bool):
         self.total, self.done, self.cached, self.failed = total, 0, 0, 0
-        self.enabled = enabled and total > 0 and sys.stderr.isatty()
+        self.tty = sys.stderr.isatty()
+        self.enabled = enabled and total > 0 and self.tty
+        self.lines = False
         self.start = time.monotonic()
+        self.new = self.new_done = 0
+        self.each, self.slots = _sweep.DEFAULT_SECONDS, 1
+        self.last_line = self.start
+
+    def plan(self, new: int, each: float, slots: int, enabled: bool) -> None:
+        """`new` configs to compile, about `each` seconds apiece, `slots` at once (for the ETA)."""
+        self.new, self.each, self.slots = new, each, max(1, slots)
+        self.start = self.last_line = time.monotonic()
+        self.lines = enabled and not self.tty and new > _sweep.ANNOUNCE
+
+    def eta(self) -> float:
+        """Seconds left: the rate measured so far once a compile finished, else the estimate."""
+        left = max(0, self.new - self.new_done)
+        if self.new_done:
+            return left * (time.monotonic() - self.start) / self.new_done
+        return left * self.each / self.slots
 
     def update(self, res: CompileResult) -> None:
         self.done += 1
         self.cached += res.cached
         self.failed += res.status != "ok"
+        if not res.cached:
+            self.new_done += 1
         if self.enabled:
             width = 30
             filled = int(width * self.done / self.total)
             secs = int(time.monotonic() - self.start)
+            eta = f"  ETA {_sweep.duration(self.eta())}" if self.new_done < self.new else ""
             sys.stderr.write(f"\rcompile [{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total}"
-                             f"  cached {self.cached}  failed {self.failed}  {secs // 60}:{secs % 60:02d} ")
+                             f"  cached {self.cached}  failed {self.failed}  {secs // 60}:{secs % 60:02d}{eta} ")
             sys.stderr.flush()
+        elif self.lines and (time.monotonic() - self.last_line >= _sweep.LINE_EVERY_S or self.done == self.total):
+            self.last_line = time.monotonic()
+            self._line()
+
+    def _line(self) -> None:
+        secs = time.monotonic() - self.start
+        left = f", about {_sweep.duration(self.eta())} left" if self.new_done < self.new else ""
+        sys.stderr.write(f"occmodel: compiled {self.new_done:,}/{self.new:,} new configs "
+                         f"({self.done:,}/{self.total:,} in all, {self.failed:,} failed), "
+                         f"{_sweep.duration(secs)} so far{left}\n")
+        sys.stderr.flush()
 
     def close(self) -> None:
         if self.enabled:
@@ -172,11 +206,15 @@ def _not_compiled(req) -> CompileResult:
 
 
 def compile_many(jobs: Iterable[CompileJob | Mapping[str, Any]], processes: int | None = None,
-                 progress: bool = True) -> list[CompileResult]:
-    """Compile every job, in parallel over `processes` (default: the CPUs this process may use).
+                 progress: bool = True, executor: Executor | None = None) -> list[CompileResult]:
+    """Compile every job, in parallel over `processes` (default: the CPUs this process may use),
+    or on `executor`: any ``concurrent.futures.Executor`` (a Dask ``Client.get_executor()``, a
+    ``ProcessPoolExecutor`` you own...), which compiles in its workers; their results are checked
+    against this process's cache key and cached here (see :func:`_run_executor`).
 
     Returns one CompileResult per job, in input order (status ``"interrupted"`` for the
-    jobs a Ctrl-C kept from compiling)."""
+    jobs a Ctrl-C kept from compiling). Under the CLI, ``--executor`` supplies the executor
+    and ``--max-configs`` / ``--yes`` the largest sweep that starts unasked (:mod:`occmodel._sweep`)."""
     jobs = [_as_job(j) for j in jobs]
     reqs, fns = [], []
     for i, job in enumerate(jobs):
@@ -195,11 +233,12 @@ def compile_many(jobs: Iterable[CompileJob | Mapping[str, Any]], processes: int 
     results: list[CompileResult | None] = [None] * len(jobs)
     bar = _Progress(len(jobs), progress)
     todo: dict[str, list[int]] = {}                 # key -> job indices (duplicates compile once)
+    hits = []
     for i, (job, req) in enumerate(zip(jobs, reqs)):
         hit = cached_result(req, job.keep_ir)
         if hit is not None:
             results[i] = hit
-            bar.update(hit)
+            hits.append(hit)
         else:
             todo.setdefault(req.key, []).append(i)
 
@@ -207,27 +246,46 @@ def compile_many(jobs: Iterable[CompileJob | Mapping[str, Any]], processes: int 
         for i in idx:
             results[i] = res
             bar.update(res)
+        if not res.cached and bar.new_done % 100 == 0:
+            _cache.trim_triton()              # a long sweep keeps Triton's cache bounded as it goes
 
     try:
         if todo and not interrupted():
-            from ._cache import check_usable
-            check_usable()
+            _cache.check_usable()
+            if executor is None and _sweep.EXECUTOR:
+                from .engine import connect
+                engine = connect(_sweep.EXECUTOR)
+                executor, slots = engine.executor, engine.slots()
+            elif executor is not None:
+                slots = int(getattr(executor, "_max_workers", 0) or 1)
+            else:
+                slots = min(processes or _cpu_count(), len(todo))
+            _gate_and_announce(bar, [reqs[idx[0]] for idx in todo.values()], len(jobs), slots, progress)
+            for hit in hits:
+                bar.update(hit)
             remote, local = [], []
             for key, idx in todo.items():
                 i = idx[0]
                 payload = _payload(fns[i], reqs[i], jobs[i])
                 (remote if payload is not None else local).append((key, idx, payload))
             workers = min(processes or _cpu_count(), len(remote))
-            if workers > 1:
+            if executor is not None and remote:
+                local += _run_executor(remote, executor, reqs, finish)
+            elif workers > 1:
                 local += _run_pool(remote, workers, reqs, finish)
             else:
                 local = remote + local
             for _key, idx, _unused in local:
                 finish(idx, _compile_here(reqs[idx[0]], jobs[idx[0]].keep_ir))
+        else:
+            for hit in hits:
+                bar.update(hit)
     except KeyboardInterrupt:
         _INTERRUPTED.set()
     finally:
         bar.close()
+        if bar.new_done:
+            _cache.trim_triton()
     for i, res in enumerate(results):
         if res is None:
             results[i] = _not_compiled(reqs[i])
@@ -237,6 +295,41 @@ def compile_many(jobs: Iterable[CompileJob | Mapping[str, Any]], processes: int 
         raise CompileError(f"no config could be compiled, for a reason of this machine, not the kernel "
                            f"({len(compiled)} tried): {first.message}")
     return results  # type: ignore[return-value]
+
+
+def estimate_seconds(reqs: list) -> tuple[float, str]:
+    """(seconds one compile of these requests takes on one core, where that figure comes from):
+    the median compile_seconds of the cache's compiles for their arch, else a stated default."""
+    import statistics
+    arches = sorted({f"sm_{r.cc}" for r in reqs})
+    times = [t for arch in arches for t in _cache.compile_times(arch)]
+    if len(times) >= _sweep.MIN_SAMPLES:
+        return statistics.median(times), f"median of {len(times):,} compiles for {', '.join(arches)} in the cache"
+    return _sweep.DEFAULT_SECONDS, f"a default: the cache holds too few compiles for {', '.join(arches)} to measure"
+
+
+def _gate_and_announce(bar: _Progress, new_reqs: list, total: int, slots: int, progress: bool) -> None:
+    """Say how many configs will compile and about how long (when more than a few dozen), and stop a
+    sweep larger than the CLI's --max-configs before anything compiles."""
+    n = len(new_reqs)
+    big = n > _sweep.ANNOUNCE or (_sweep.MAX_NEW is not None and n > _sweep.MAX_NEW)
+    each, source = estimate_seconds(new_reqs) if big else (_sweep.DEFAULT_SECONDS, "")
+    bar.plan(n, each, slots, progress)
+    if not big:
+        return
+    arches = ", ".join(sorted({f"sm_{r.cc}" for r in new_reqs}))
+    about = (f"{n:,} new configs for {arches} ({total - n:,} of {total:,} cached): about "
+             f"{_sweep.duration(n * each / max(1, slots))} at {each:.1f} s each ({source}), {slots} at a time")
+    if _sweep.MAX_NEW is not None and n > _sweep.MAX_NEW:
+        raise SweepTooLarge(f"this sweep would compile {about}; pass --yes to start it, --max-configs {n} to "
+                            f"allow up to {n:,}, or a smaller sweep (--warps, --stages, -D lists)")
+    if progress:
+        sys.stderr.write(f"occmodel: compiling {about}; Ctrl-C keeps what is done\n")
+        sys.stderr.flush()
+
+
+class SweepTooLarge(CompileError):
+    """A sweep compiles more new configs than the CLI's --max-configs allows (nothing compiled)."""
 
 
 def _compile_here(req, keep_ir: bool) -> CompileResult:
@@ -317,6 +410,97 @@ def _run_pool(remote, workers: int, reqs, finish) -> list:
             pool.shutdown(wait=True)
         pending, isolate = broken, True
     return []
+
+
+STALL_S = 600.0       # an executor that finishes no compile for this long: the rest compile here
+
+
+def _remote_worker(ref: str, kwargs: dict[str, Any], keep_ir: bool) -> CompileResult:
+    """Runs on an executor's worker (any machine): compile, write nothing to the worker's
+    occmodel cache (the result is cached by the process that asked), keep Triton's cache there bounded."""
+    import warnings
+    warnings.simplefilter("ignore")
+    res = compile_request(make_request(load_kernel(ref), **kwargs), keep_ir, cache=False)
+    _trim_now_and_then()
+    return res
+
+
+_LAST_TRIM = [0.0]
+
+
+def _trim_now_and_then() -> None:
+    if time.monotonic() - _LAST_TRIM[0] > 60.0:
+        _LAST_TRIM[0] = time.monotonic()
+        try:
+            _cache.trim_triton()
+        except OSError:
+            pass
+
+
+def _run_executor(remote, executor: Executor, reqs, finish) -> list:
+    """Compile `remote` jobs on `executor`; every result is checked and cached here
+    (:func:`~occmodel.compile.accept_remote`). A worker that dies is the engine's to retry
+    (Dask reruns its task elsewhere); a task the engine gives up on (Dask's KilledWorker after
+    repeated deaths) fails only its own job, as in the local pool. Returns the jobs to compile
+    in this process instead: results not this process's (another toolchain), a worker that
+    could not import the kernel, a submit refused, or an engine that finished nothing for
+    ``STALL_S`` seconds. Ctrl-C cancels what is queued; an executor passed in is never shut down."""
+    stall = float(os.environ.get("OCCMODEL_EXECUTOR_STALL_S") or STALL_S)
+    futures: dict[Any, tuple] = {}
+    here: list = []
+    why: list[str] = []
+    for n, item in enumerate(remote):
+        ref, kwargs, keep_ir, _cache_dir = item[2]
+        try:
+            futures[executor.submit(_remote_worker, ref, kwargs, keep_ir)] = item
+        except Exception as exc:             # shut down, or it cannot take the arguments
+            why.append(f"submit refused: {type(exc).__name__}: {exc}")
+            here += remote[n:]
+            break
+    pending = set(futures)
+    try:
+        while pending:
+            done, pending = wait(pending, timeout=stall, return_when=FIRST_COMPLETED)
+            if not done:
+                why.append(f"the executor finished no compile in {stall:g} s")
+                for fut in pending:
+                    fut.cancel()
+                here += [futures[f] for f in pending]
+                pending = set()
+                break
+            for fut in done:
+                key, idx, payload = item = futures[fut]
+                req = reqs[idx[0]]
+                try:
+                    res = fut.result()
+                except CancelledError:
+                    why.append("a task was cancelled by the engine")
+                    here.append(item)
+                    continue
+                except Exception as exc:
+                    if type(exc).__name__ == "KilledWorker":      # it killed every worker that tried it
+                        finish(idx, _crashed(req, exc))
+                    else:
+                        why.append(f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}")
+                        here.append(item)
+                    continue
+                ok = accept_remote(req, res)
+                if ok is None:
+                    why.append("a worker's result is not this process's (another Triton, ptxas or environment: "
+                               "another cache key) or its machine failed it" if isinstance(res, CompileResult)
+                               else f"a worker returned {type(res).__name__}, not a CompileResult")
+                    here.append(item)
+                    continue
+                finish(idx, ok)
+    except BaseException:
+        for fut in pending:
+            fut.cancel()
+        raise
+    if here:
+        sys.stderr.write(f"occmodel: {len(here):,} of {len(remote):,} compiles run in this process instead of on "
+                         f"the executor; first reason: {why[0] if why else 'unknown'}\n")
+        sys.stderr.flush()
+    return here
 
 
 def _cpu_count() -> int:

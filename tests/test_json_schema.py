@@ -43,6 +43,12 @@ def _scalar(v) -> bool:
     return v is None or isinstance(v, (str, int, float, bool))
 
 
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path, monkeypatch):
+    """`cache info` / `cache clear` read and free a cache of the test's own, never the user's."""
+    monkeypatch.setenv("OCCMODEL_CACHE_DIR", str(tmp_path / "occmodel-cache"))
+
+
 def _run(argv, fmt, tmp_path, capsys):
     argv = [str(tmp_path / a) if a.startswith("F.") else a for a in argv]
     rc = cli.main(argv + ["--format", fmt])

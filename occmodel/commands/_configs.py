@@ -29,6 +29,21 @@ def add_kernel_args(p, default: str | None = "decode_attention") -> None:
                    help="bare kernels: a file with make_inputs(point) and launch(inputs, cfg) (optionally "
                         "reference, bytes_moved, flops, grid, loop_iterations, example_args, POINTS, BASELINE); "
                         "needed by validate and rank (see docs/launcher.md)")
+    add_sweep_args(p)
+
+
+def add_sweep_args(p) -> None:
+    """How compile sweeps run: --executor (a Dask cluster), --yes / --max-configs (large sweeps)."""
+    from .._sweep import MAX_NEW_DEFAULT
+    from ._args import int_in
+    p.add_argument("--executor", default=None, metavar="ADDRESS",
+                   help="compile on a running Dask distributed cluster: its scheduler address (tcp://HOST:8786) "
+                        "or scheduler file; results land in this machine's cache (pip install "
+                        "'occmodel[distributed]'; default: a local process pool)")
+    p.add_argument("--max-configs", type=int_in(1, None, "--max-configs"), default=None, metavar="N",
+                   help=f"compile at most N new (uncached) configs without asking (default {MAX_NEW_DEFAULT}); "
+                        "a larger sweep stops before compiling and says how many and how long")
+    p.add_argument("--yes", action="store_true", help="start a sweep of any size (no --max-configs limit)")
 
 
 def kernel(args) -> KernelCard:
