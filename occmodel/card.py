@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-import sympy
+from ._lazy import sympy
 
 from .errors import ConfigError, KernelError, suggest
 
@@ -198,8 +198,13 @@ class KernelCard:
         return None
 
     def has_model(self, cc: tuple[int, int], cfg: Config) -> bool:
-        """Whether both hand expressions exist for this arch and config."""
-        return self.shared_memory(cc, cfg) is not None and self.registers(cc, cfg) is not None
+        """Whether both hand expressions exist for this arch and config (building them costs
+        sympy: the answer is memoised per arch and string parameters, see occmodel.model)."""
+        cls = type(self)
+        if cls.shared_memory is KernelCard.shared_memory or cls.registers is KernelCard.registers:
+            return False
+        from .model import model_exists
+        return model_exists(self, cc, cfg)
 
     # ---------------------------------------------------------- compile
     def signature(self, cfg: Config) -> dict[str, str] | str:

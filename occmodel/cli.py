@@ -26,6 +26,9 @@ from .report import FORMATS, render
 
 COMMANDS = ("predict", "table", "compile", "accuracy", "fit", "validate", "occupancy", "specs", "plot", "rank", "calibrate",
             "cache")
+"""Every subcommand; ``occmodel.commands.NAME`` defines it. Only the command being run is
+imported (each pulls in what it needs: sympy, triton, numpy, tabulate); the others appear
+in ``--help`` by their one-line summary (``occmodel.commands.SUMMARY``)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -66,16 +69,30 @@ def _common() -> argparse.ArgumentParser:
     return common
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _command_in(argv: list[str] | None) -> str | None:
+    """The subcommand argv names (its first word that is not an option), if any."""
+    words = sys.argv[1:] if argv is None else argv
+    first = next((w for w in words if not w.startswith("-")), None)
+    return first if first in COMMANDS else None
+
+
+def build_parser(argv: list[str] | None = None, *, every: bool | None = None) -> argparse.ArgumentParser:
+    """The parser. By default only the command in `argv` gets its full definition (its module is
+    imported); the others are one-line entries for ``--help``. ``every=True`` defines them all."""
     parser = _Parser(prog="occmodel", description=(
         "Will this Triton config fit, what occupancy will it get, and did the occupancy change buy "
         "throughput? Predict shared memory, registers and occupancy per config; compile for any arch "
         "without a GPU; validate premises on a GPU."),
-        epilog="Start with: occmodel predict --warps 8 --stages 3   (the seed kernel on sm_120)")
+        epilog="Start with: occmodel predict --warps 8 --stages 3   (a decode-attention kernel on sm_120)")
     parser.add_argument("--version", action="version", version=f"occmodel {_version()}")
     subs = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     common = _common()
+    from .commands import SUMMARY
+    wanted = _command_in(argv)
     for name in COMMANDS:
+        if not every and name != wanted:
+            subs.add_parser(name, help=SUMMARY[name], add_help=False)
+            continue
         try:
             module = importlib.import_module(f"occmodel.commands.{name}")
         except ModuleNotFoundError as exc:
@@ -139,7 +156,7 @@ def _main(argv: list[str] | None) -> int:
     # holds the resolved options, so the note adds nothing for a CLI user
     warnings.filterwarnings("ignore", message="TRITON_DEFAULT_FP_FUSION is unset")
     try:
-        parser = build_parser()
+        parser = build_parser(argv)
         args = parser.parse_args(argv)
         if args.command is None:
             parser.print_help()

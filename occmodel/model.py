@@ -2,23 +2,34 @@
 
 A card states its shared memory and register need as sympy expressions over its
 numeric parameters (``card.shared_memory(cc, cfg)``, ``card.registers(cc, cfg)``);
-this module evaluates them (vectorised with lambdify for sweeps), feeds the
-result to the exact occupancy rules, and answers the symbolic questions (largest
-num_stages that fits, budget left for one more resident block). Pure: no torch,
-no GPU; imports the card module (triton, for its @jit kernel) but compiles nothing.
+this module evaluates them (vectorised for sweeps), feeds the result to the exact
+occupancy rules, and answers the symbolic questions (largest num_stages that fits,
+budget left for one more resident block). Pure: no torch, no GPU; imports the card
+module (triton, for its @jit kernel) but compiles nothing.
+
+Building a card's expressions costs sympy's import and about a second of sympy work, more
+than the rest of ``occmodel predict``. So the numeric form of each expression (numpy source
+printed by sympy) and whatever a command derives from the expressions (:func:`memo`) are
+kept on disk under ``$OCCMODEL_CACHE_DIR/model/``, keyed by the card's source files
+(:func:`card_fingerprint`), this module and the arch: a second run imports no sympy. A
+memo that cannot be read is rebuilt, one that cannot be written is skipped; the memo
+never changes a number (tests/test_model_memo.py).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import sys
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
-
-import numpy as np
-import sympy
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
 
 from .card import Config, KernelCard
 from .occupancy import LIMITERS, Occupancy, limits_arrays, occupancy
 from .spec import HardwareSpec
+
+MEMO_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -41,53 +52,142 @@ class Prediction:
         return self.regs_estimate > 255
 
 
-def _numeric(card: KernelCard, cfg: Config) -> dict[str, Any]:
-    return {k: v for k, v in cfg.items() if not isinstance(v, str)}
-
-
 def _key(card: KernelCard, cfg: Config) -> tuple:
     """Configs with equal string parameters (dtype...) share one expression."""
     return tuple(sorted((k, v) for k, v in cfg.items() if isinstance(v, str)))
 
 
+# --------------------------------------------------------------- the memo
+_FINGERPRINTS: dict[int, tuple[KernelCard, str | None]] = {}
+
+
+def card_fingerprint(card: KernelCard) -> str | None:
+    """A hash of what a card's expressions can depend on: the source files of its class and
+    every base class, its name, parameters and baseline, and this module (None: a class with no
+    source file, e.g. built in a notebook; such a card is never memoised)."""
+    hit = _FINGERPRINTS.get(id(card))
+    if hit is not None and hit[0] is card:
+        return hit[1]
+    h = hashlib.sha256(f"occmodel-model-{MEMO_VERSION}".encode())
+    files = {__file__, str(Path(__file__).with_name("exprfmt.py"))}
+    digest: str | None
+    try:
+        for cls in type(card).__mro__[:-1]:
+            files.add(sys.modules[cls.__module__].__file__)
+        for f in sorted(files):
+            h.update(f.encode() + b"\0" + Path(f).read_bytes())
+        h.update(repr((card.name, card.params, sorted(dict(card.baseline).items(), key=str))).encode())
+        digest = h.hexdigest()
+    except (KeyError, TypeError, AttributeError, OSError):
+        digest = None
+    _FINGERPRINTS[id(card)] = (card, digest)
+    return digest
+
+
+def _memo_path(parts: tuple) -> Path:
+    from ._cache import root
+    key = hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+    return root() / "model" / key[:2] / f"{key}.json"
+
+
+def memo(card: KernelCard, parts: tuple, build: Callable[[], Any]) -> Any:
+    """`build()` (a JSON value derived from the card's expressions), memoised on disk under
+    the card's fingerprint and `parts`."""
+    fp = card_fingerprint(card)
+    if fp is None:
+        return build()
+    path = _memo_path((fp, *parts))
+    try:
+        entry = json.loads(path.read_text())
+        if isinstance(entry, dict) and entry.get("parts") == json.loads(json.dumps([fp, *parts], default=str)):
+            return entry["value"]
+    except (OSError, ValueError, KeyError):
+        pass
+    value = build()
+    try:
+        from ._cache import atomic_write
+        atomic_write(path, json.dumps({"parts": [fp, *parts], "value": value}, default=str).encode())
+    except OSError:
+        pass                              # a memo is an optimisation: never fail a command for it
+    return value
+
+
+# --------------------------------------------------------- the expressions
 _EXPR_CACHE: dict[tuple, tuple] = {}
 
 
+def _numeric_names(card: KernelCard) -> list[str]:
+    return sorted(p.name for p in card.all_params if not isinstance(p.default, str))
+
+
+def _build_exprs(card: KernelCard, cc: tuple[int, int], strkey: tuple):
+    """(shared, regs) as sympy expressions (imports sympy)."""
+    import sympy
+    cfg = dict(strkey)
+    for p in card.all_params:          # string params only come from strkey; numbers stay symbolic
+        cfg.setdefault(p.name, p.default)
+    return sympy.sympify(card.shared_memory(cc, cfg)), sympy.sympify(card.registers(cc, cfg))
+
+
+def _numpy_source(card: KernelCard, cc: tuple[int, int], strkey: tuple) -> dict[str, str]:
+    from sympy.printing.numpy import NumPyPrinter
+    shared, regs = _build_exprs(card, cc, strkey)
+    printer = NumPyPrinter({"fully_qualified_modules": True})
+    return {"shared": printer.doprint(shared), "regs": printer.doprint(regs)}
+
+
 def _compiled_exprs(card: KernelCard, cc: tuple[int, int], strkey: tuple):
-    """(names, shared, regs, f_shared, f_regs), cached per card object, arch and string params."""
+    """(names, f_shared, f_regs): numpy functions of the numeric parameters (sorted names),
+    cached per card object, arch and string params, and on disk (:func:`memo`)."""
     key = (id(card), cc, strkey)
     hit = _EXPR_CACHE.get(key)
     if hit is not None and hit[0] is card:
         return hit[1]
-    cfg = dict(strkey)
-    for p in card.all_params:          # string params only come from strkey; numbers stay symbolic
-        cfg.setdefault(p.name, p.default)
-    syms = card.symbols()
-    names = sorted(syms)
-    shared = sympy.sympify(card.shared_memory(cc, cfg))
-    regs = sympy.sympify(card.registers(cc, cfg))
-    args = [syms[n] for n in names]
-    value = (names, shared, regs,
-             sympy.lambdify(args, shared, modules=[{"ceiling": np.ceil, "floor": np.floor}, "numpy"]),
-             sympy.lambdify(args, regs, modules=[{"ceiling": np.ceil, "floor": np.floor}, "numpy"]))
+    import functools
+    import math
+
+    import numpy
+    names = _numeric_names(card)
+    code = memo(card, ("numpy", list(cc), [list(kv) for kv in strkey]), lambda: _numpy_source(card, cc, strkey))
+    args = ", ".join(names)
+    env = {"numpy": numpy, "functools": functools, "math": math}
+    value = (names, eval(f"lambda {args}: ({code['shared']})", env),  # noqa: S307 - sympy's own printout
+             eval(f"lambda {args}: ({code['regs']})", env))         # noqa: S307
     _EXPR_CACHE[key] = (card, value)
     return value
 
 
-def expressions(card: KernelCard, spec: HardwareSpec, cfg: Config) -> tuple[sympy.Expr, sympy.Expr]:
+_EXISTS: dict[tuple, tuple] = {}
+
+
+def model_exists(card: KernelCard, cc: tuple[int, int], cfg: Config) -> bool:
+    """Whether the card states both expressions for this arch and config (memoised per
+    arch and string parameters, in memory and on disk: asking imports no sympy once known)."""
+    strkey = _key(card, cfg)
+    key = (id(card), tuple(cc), strkey)
+    hit = _EXISTS.get(key)
+    if hit is not None and hit[0] is card:
+        return hit[1]
+    answer = bool(memo(card, ("has-model", list(cc), [list(kv) for kv in strkey]),
+                       lambda: card.shared_memory(cc, cfg) is not None and card.registers(cc, cfg) is not None))
+    _EXISTS[key] = (card, answer)
+    return answer
+
+
+def expressions(card: KernelCard, spec: HardwareSpec, cfg: Config):
     """(shared-memory bytes, registers per thread) as sympy expressions for this arch."""
-    _, shared, regs, _, _ = _compiled_exprs(card, spec.compute_capability, _key(card, cfg))
-    return shared, regs
+    return _build_exprs(card, spec.compute_capability, _key(card, cfg))
 
 
-def _evaluate(card: KernelCard, spec: HardwareSpec, cfgs: Sequence[Config]) -> tuple[np.ndarray, np.ndarray]:
+def _evaluate(card: KernelCard, spec: HardwareSpec, cfgs: Sequence[Config]):
+    import numpy as np
     shared = np.zeros(len(cfgs), dtype=np.int64)
     regs = np.zeros(len(cfgs), dtype=np.int64)
     groups: dict[tuple, list[int]] = {}
     for i, cfg in enumerate(cfgs):
         groups.setdefault(_key(card, cfg), []).append(i)
     for strkey, idx in groups.items():
-        names, _, _, f_shared, f_regs = _compiled_exprs(card, spec.compute_capability, strkey)
+        names, f_shared, f_regs = _compiled_exprs(card, spec.compute_capability, strkey)
         cols = [np.array([cfgs[i][n] for i in idx], dtype=np.int64) for n in names]
         shared[idx] = np.broadcast_to(np.asarray(f_shared(*cols), dtype=np.float64).round(), len(idx))
         regs[idx] = np.broadcast_to(np.asarray(f_regs(*cols), dtype=np.float64).round(), len(idx))
@@ -104,9 +204,10 @@ def predict(card: KernelCard, spec: HardwareSpec, cfg: Config, carveout: int | N
 
 
 def predict_many(card: KernelCard, spec: HardwareSpec, cfgs: Sequence[Config],
-                 carveout: int | None = None) -> dict[str, np.ndarray]:
+                 carveout: int | None = None) -> dict:
     """Vectorised predictions for a sweep: arrays shared, regs_estimate, threads,
     blocks_per_sm, warps_per_sm, occupancy, limiter (index into LIMITERS), fits."""
+    import numpy as np
     shared, regs = _evaluate(card, spec, cfgs)
     threads = np.array([32 * int(c["num_warps"]) for c in cfgs], dtype=np.int64)
     lim = limits_arrays(spec, threads, np.minimum(regs, 255), shared, carveout)

@@ -17,15 +17,16 @@ real H200 (tests/data/h200_driver_occupancy.csv):
 
 ``smem`` is all shared memory of one block (static + dynamic). Kernels are
 assumed to opt in to the large per-block limit, as Triton's launcher does.
-Pure: numpy only. One vectorised implementation serves scalars and sweeps.
+Pure. One set of rules (:func:`_rules`) serves scalars and sweeps: plain Python
+integers for one config (no numpy import: the calculator starts instantly), numpy
+arrays for :func:`limits_arrays` / :func:`occupancy_grid` sweeps.
 """
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
 
 from .errors import ConfigError
 from .spec import HardwareSpec, load_spec
@@ -87,7 +88,7 @@ def check_inputs(spec: HardwareSpec, threads: int, regs: int, smem: int, carveou
     """Raise ConfigError for values no kernel can have (not for ones that merely do not fit)."""
     sm = spec.sm
     for name, value in (("threads", threads), ("regs", regs), ("smem", smem)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
             raise ConfigError(f"{name} must be an integer, got {value!r}")
     if not 1 <= threads <= sm.max_threads_per_block:
         raise ConfigError(f"threads={threads} is out of range; allowed 1..{sm.max_threads_per_block}")
@@ -96,37 +97,52 @@ def check_inputs(spec: HardwareSpec, threads: int, regs: int, smem: int, carveou
                           "registers per thread")
     if smem < 0:
         raise ConfigError(f"smem={smem} is negative; shared memory per block is bytes >= 0")
-    if carveout is not None and (isinstance(carveout, bool) or not isinstance(carveout, (int, np.integer))
+    if carveout is not None and (isinstance(carveout, bool) or not isinstance(carveout, numbers.Integral)
                                  or not 0 <= carveout <= 100):
         raise ConfigError(f"carveout={carveout!r} is out of range; allowed None (driver default) "
                           "or a percent 0..100")
 
 
 # ------------------------------------------------------------- the rules
-def _align_carveout(spec: HardwareSpec, nbytes: np.ndarray) -> np.ndarray:
-    """Round shared-memory bytes up to the next carveout the SM supports."""
-    options = np.asarray(spec.sm.carveout_kb, dtype=np.int64) * 1024
-    idx = np.searchsorted(options, nbytes, side="left")
-    return options[np.minimum(idx, len(options) - 1)]
+class _Scalar:
+    """Python-int versions of the few array operations the rules use."""
+
+    @staticmethod
+    def where(cond, a, b):
+        return a if cond else b
+
+    @staticmethod
+    def maximum(a, b):
+        return max(a, b)
+
+    @staticmethod
+    def align(options: list[int], nbytes: int) -> int:
+        """Round bytes up to the next carveout the SM supports (the largest if none holds it)."""
+        return next((o for o in options if o >= nbytes), options[-1])
 
 
-def limits_arrays(spec: HardwareSpec, threads, regs, smem, carveout=None, barriers=1) -> dict[str, np.ndarray]:
-    """Blocks per SM allowed by each limit, for broadcastable integer arrays.
+class _Numpy:
+    def __init__(self):
+        import numpy as np
+        self.np = np
+        self.where, self.maximum = np.where, np.maximum
 
-    ``carveout`` may be None or an array with -1 meaning the driver default.
-    Returns int64 arrays: one per name in LIMITERS, plus ``resident`` (their min),
-    ``smem_per_block``, ``smem_per_sm`` and ``regs_per_block``. No validation.
-    """
+    def align(self, options: list[int], nbytes):
+        np = self.np
+        opts = np.asarray(options, dtype=np.int64)
+        idx = np.searchsorted(opts, nbytes, side="left")
+        return opts[np.minimum(idx, len(opts) - 1)]
+
+
+def _rules(spec: HardwareSpec, threads, regs, smem, carve, bars, xp) -> dict[str, Any]:
+    """The driver's rules, once, for ints (xp=_Scalar) or int64 arrays (xp=_Numpy()).
+    ``carve`` < 0 means the driver default."""
     sm = spec.sm
-    threads = np.asarray(threads, dtype=np.int64)
-    regs = np.asarray(regs, dtype=np.int64)
-    smem = np.asarray(smem, dtype=np.int64)
-    carve = np.asarray(-1 if carveout is None else carveout, dtype=np.int64)
-
+    options = [kb * 1024 for kb in sm.carveout_kb]
     warps_per_block = (threads + sm.warp_size - 1) // sm.warp_size
 
     # warps
-    by_warps = np.where(threads > sm.max_threads_per_block, 0, sm.max_warps_per_sm // warps_per_block)
+    by_warps = xp.where(threads > sm.max_threads_per_block, 0, sm.max_warps_per_sm // warps_per_block)
 
     # registers (allocated per warp, in units; warps spread over sub-partitions)
     unit, parts = sm.register_allocation_unit, sm.warp_allocation_granularity
@@ -135,44 +151,66 @@ def limits_arrays(spec: HardwareSpec, threads, regs, smem, carveout=None, barrie
     regs_assumed = regs_per_warp * (-(-warps_per_block // parts) * parts)
     too_many = ((regs_assumed > sm.registers_per_block) | (regs_per_block > sm.registers_per_block)
                 | (regs > sm.max_registers_per_thread))
-    warps_per_part = (sm.registers_per_sm // parts) // np.maximum(regs_per_warp, 1)
-    by_regs = np.where(regs_per_warp > 0, (warps_per_part * parts) // warps_per_block, UNLIMITED)
-    by_regs = np.where(too_many, 0, by_regs)
+    warps_per_part = (sm.registers_per_sm // parts) // xp.maximum(regs_per_warp, 1)
+    by_regs = xp.where(regs_per_warp > 0, (warps_per_part * parts) // warps_per_block, UNLIMITED)
+    by_regs = xp.where(too_many, 0, by_regs)
 
     # shared memory
     sunit = sm.shared_memory_allocation_unit
     smem_per_block = -(-(smem + sm.reserved_shared_memory_per_block) // sunit) * sunit
     limit_per_block = sm.shared_memory_per_block_optin + sm.reserved_shared_memory_per_block
-    preference = np.where(carve < 0, sm.shared_memory_per_sm, (carve * sm.shared_memory_per_sm) // 100)
-    preference = _align_carveout(spec, preference)
-    smem_per_sm = np.where(preference >= smem_per_block, preference, _align_carveout(spec, smem_per_block))
-    by_smem = np.where(smem_per_block > 0, smem_per_sm // np.maximum(smem_per_block, 1), UNLIMITED)
-    by_smem = np.where(smem_per_block > limit_per_block, 0, by_smem)
-
-    by_blocks = np.broadcast_to(np.int64(sm.max_blocks_per_sm), by_smem.shape)
+    preference = xp.where(carve < 0, sm.shared_memory_per_sm, (carve * sm.shared_memory_per_sm) // 100)
+    preference = xp.align(options, preference)
+    smem_per_sm = xp.where(preference >= smem_per_block, preference, xp.align(options, smem_per_block))
+    by_smem = xp.where(smem_per_block > 0, smem_per_sm // xp.maximum(smem_per_block, 1), UNLIMITED)
+    by_smem = xp.where(smem_per_block > limit_per_block, 0, by_smem)
 
     # block barriers (compute capability >= 9): a block normally uses one
-    bars = np.asarray(barriers, dtype=np.int64)
     if spec.compute_capability[0] >= 9:
-        by_bars = np.where(bars > 0, (sm.barriers_per_block_slot * sm.max_blocks_per_sm) // np.maximum(bars, 1),
+        by_bars = xp.where(bars > 0, (sm.barriers_per_block_slot * sm.max_blocks_per_sm) // xp.maximum(bars, 1),
                            UNLIMITED)
     else:
-        by_bars = np.full_like(by_smem, UNLIMITED)
+        by_bars = UNLIMITED
+    return {"warps": by_warps, "blocks": sm.max_blocks_per_sm, "registers": by_regs, "shared_memory": by_smem,
+            "barriers": by_bars, "smem_per_block": smem_per_block, "smem_per_sm": smem_per_sm,
+            "regs_per_block": regs_per_block, "warps_per_block": warps_per_block}
 
-    arrays = np.broadcast_arrays(by_warps, by_blocks, by_regs, by_smem, by_bars)
-    out = dict(zip(LIMITERS, (a.astype(np.int64) for a in arrays)))
-    out["resident"] = np.minimum.reduce(arrays)
-    out["smem_per_block"] = np.broadcast_to(smem_per_block, out["resident"].shape)
-    out["smem_per_sm"] = np.broadcast_to(smem_per_sm, out["resident"].shape)
-    out["regs_per_block"] = np.broadcast_to(regs_per_block, out["resident"].shape)
-    out["warps_per_block"] = np.broadcast_to(warps_per_block, out["resident"].shape)
+
+def _limits_scalar(spec: HardwareSpec, threads: int, regs: int, smem: int, carveout=None,
+                   barriers: int = 1) -> dict[str, int]:
+    """limits_arrays for one config, in plain Python integers."""
+    out = _rules(spec, int(threads), int(regs), int(smem), -1 if carveout is None else int(carveout),
+                 int(barriers), _Scalar)
+    out = {k: int(v) for k, v in out.items()}
+    out["resident"] = min(out[name] for name in LIMITERS)
     return out
 
 
-def occupancy_grid(spec: HardwareSpec | str, threads, regs, smem, carveout=None) -> dict[str, np.ndarray]:
+def limits_arrays(spec: HardwareSpec, threads, regs, smem, carveout=None, barriers=1) -> dict:
+    """Blocks per SM allowed by each limit, for broadcastable integer arrays.
+
+    ``carveout`` may be None or an array with -1 meaning the driver default.
+    Returns int64 arrays: one per name in LIMITERS, plus ``resident`` (their min),
+    ``smem_per_block``, ``smem_per_sm`` and ``regs_per_block``. No validation.
+    """
+    xp = _Numpy()
+    np = xp.np
+    a = lambda v: np.asarray(v, dtype=np.int64)  # noqa: E731
+    carve = a(-1 if carveout is None else carveout)
+    r = _rules(spec, a(threads), a(regs), a(smem), carve, a(barriers), xp)
+    arrays = np.broadcast_arrays(*(a(r[name]) for name in LIMITERS))
+    out = dict(zip(LIMITERS, (x.astype(np.int64) for x in arrays)))
+    out["resident"] = np.minimum.reduce(arrays)
+    for key in ("smem_per_block", "smem_per_sm", "regs_per_block", "warps_per_block"):
+        out[key] = np.broadcast_to(a(r[key]), out["resident"].shape)
+    return out
+
+
+def occupancy_grid(spec: HardwareSpec | str, threads, regs, smem, carveout=None) -> dict:
     """Vectorised occupancy for sweeps: arrays of blocks_per_sm, warps_per_sm,
     occupancy and limiter (an index into LIMITERS), broadcast over the inputs."""
     spec = load_spec(spec)
+    import numpy as np
     lim = limits_arrays(spec, threads, regs, smem, carveout)
     blocks = lim["resident"]
     warps = blocks * lim["warps_per_block"]
@@ -183,7 +221,7 @@ def occupancy_grid(spec: HardwareSpec | str, threads, regs, smem, carveout=None)
 
 
 def _blocks(spec: HardwareSpec, threads: int, regs: int, smem: int, carveout: int | None) -> int:
-    return int(limits_arrays(spec, threads, regs, smem, carveout)["resident"])
+    return _limits_scalar(spec, threads, regs, smem, carveout)["resident"]
 
 
 def _last_true(pred, lo: int, hi: int) -> int:
@@ -233,7 +271,7 @@ def occupancy(spec: HardwareSpec | str, threads: int, regs: int, smem: int,
     spec = load_spec(spec)
     check_inputs(spec, threads, regs, smem, carveout)
     threads, regs, smem = int(threads), int(regs), int(smem)
-    lim = limits_arrays(spec, threads, regs, smem, carveout, barriers)
+    lim = _limits_scalar(spec, threads, regs, smem, carveout, barriers)
     limits = {name: int(lim[name]) for name in LIMITERS}
     blocks = int(lim["resident"])
     binding = tuple(name for name in LIMITERS if limits[name] == blocks)

@@ -3,28 +3,27 @@ turns it into a terminal table, markdown, JSON or CSV. Pure (no torch, no GPU).
 
 JSON is the stable machine-readable form::
 
-    {"command": "predict", "schema_version": 1, "assumptions": [...],
-     "sections": [{"title": ..., "columns": [...], "rows": [{...}, ...], "notes": [...]}]}
+    {"command": "predict", "schema_version": 2, "assumptions": [...],
+     "sections": [{"title": ..., "columns": [...], "rows": [{...}, ...], "notes": [...]}],
+     ...the command's own top-level keys (docs/json_schema.md)...}
 
 Row values are JSON scalars keyed by the column keys; the other formats show
-the same rows with human headers.
+the same rows with human headers. People read one occupancy format everywhere
+(a percent, :func:`fmt_occupancy`); JSON and CSV keep the fraction 0..1.
+tabulate is imported only when a table is drawn (``--help`` never pays for it).
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from tabulate import tabulate
-
 from .errors import OccmodelError
 
 FORMATS = ("table", "markdown", "json", "csv")
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 @dataclass
@@ -49,7 +48,20 @@ def fmt_bytes(n: int | None) -> str:
     return f"{n:,} B ({n / 1024:.1f} KB)" if n >= 1024 else f"{n} B"
 
 
-def _cell(value: Any) -> str:
+def fmt_occupancy(fraction: float | None) -> str | None:
+    """The one way a person sees occupancy: resident warps / the SM's maximum, as a percent."""
+    if fraction is None or (isinstance(fraction, float) and math.isnan(fraction)):
+        return None
+    return f"{100 * fraction:.1f}%"
+
+
+def _is_occupancy(key: str) -> bool:
+    return key == "occupancy" or key.endswith("_occupancy")
+
+
+def _cell(value: Any, key: str = "") -> str:
+    if _is_occupancy(key) and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return fmt_occupancy(value) or "-"
     if value is None:
         return "-"
     if isinstance(value, bool):
@@ -85,6 +97,8 @@ def render(report: Report, fmt: str = "table") -> str:
         doc.update(_json_value(report.extra))
         return json.dumps(doc, indent=2)
     if fmt == "csv":
+        import csv
+        import io
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
         multi = len(report.sections) > 1
@@ -94,10 +108,11 @@ def render(report: Report, fmt: str = "table") -> str:
                 writer.writerow(([s.title] if multi else []) + ["" if r.get(k) is None else r.get(k)
                                                                 for k, _ in s.columns])
         return buf.getvalue().rstrip("\n")
+    from tabulate import tabulate
     tablefmt = "github" if fmt == "markdown" else "simple"
     parts = []
     for s in report.sections:
-        body = tabulate([[_cell(r.get(k)) for k, _ in s.columns] for r in s.rows],
+        body = tabulate([[_cell(r.get(k), k) for k, _ in s.columns] for r in s.rows],
                         headers=[h for _, h in s.columns], tablefmt=tablefmt, disable_numparse=True)
         if fmt == "markdown":
             parts.append(f"### {s.title}\n\n{body}")

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from ._lazy import LazyModule
 from .errors import SpecError, suggest
+
+yaml = LazyModule("yaml")      # imported when a spec is read, not by `occmodel --help`
 
 SPEC_DIR = Path(__file__).parent / "specs"
 DEFAULT_SPEC = "sm_120"

@@ -25,7 +25,7 @@ def test_occupancy_calculator_both_entry_points(entry):
               "--format", "json", entry=entry, check_rc=0).stdout
     doc = json.loads(out)
     occ = doc["occupancy"]
-    assert doc["command"] == "occupancy" and doc["schema_version"] == 1
+    assert doc["command"] == "occupancy" and doc["schema_version"] == 2
     assert (occ["blocks_per_sm"], occ["warps_per_sm"], occ["limiter"]) == (1, 4, "shared_memory")
     assert occ["limits"]["registers"] == 5
 

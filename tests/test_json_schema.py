@@ -61,7 +61,7 @@ def _run(argv, fmt, tmp_path, capsys):
 def test_json_has_the_documented_keys(argv, extra, tmp_path, capsys):
     doc = json.loads(_run(argv, "json", tmp_path, capsys))
     assert set(doc) == ENVELOPE | extra
-    assert doc["command"] == argv[0] and doc["schema_version"] == 1
+    assert doc["command"] == argv[0] and doc["schema_version"] == 2
     assert isinstance(doc["assumptions"], list) and doc["sections"]
     for section in doc["sections"]:
         assert set(section) == {"title", "columns", "rows", "notes"}

@@ -222,3 +222,22 @@ def test_vectorised_grid_equals_scalar(spec, rows):
         assert grid["blocks_per_sm"][i] == one.blocks_per_sm
         assert grid["warps_per_sm"][i] == one.warps_per_sm
         assert LIMITERS[grid["limiter"][i]] == one.limiter
+
+
+@pytest.mark.parametrize("name", ["sm_120", "sm_90", "sm_80", "sm_86"])
+def test_scalar_rules_agree_with_the_vectorised_ones(name):
+    """occupancy() runs the rules on Python ints (no numpy import); the grid runs the same
+    rules on arrays. Every limit, rounding and carveout must agree on a broad grid."""
+    import itertools
+    import random
+
+    from occmodel.occupancy import _limits_scalar
+    spec = load_spec(name)
+    rng = random.Random(7)
+    cases = list(itertools.product([32, 96, 128, 256, 640, 1024], [0, 24, 64, 96, 168, 255],
+                                   [0, 1, 4096, 48 * 1024, 99 * 1024, 200 * 1024], [None, 0, 37, 100]))
+    cases = rng.sample(cases, 200)
+    for threads, regs, smem, carve in cases:
+        arr = limits_arrays(spec, threads, regs, smem, carve)
+        one = _limits_scalar(spec, threads, regs, smem, carve)
+        assert {k: int(v) for k, v in arr.items()} == one, (threads, regs, smem, carve)

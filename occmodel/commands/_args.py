@@ -19,7 +19,18 @@ import argparse
 import re
 from typing import Any, Callable
 
-from ..configs import MAX_SWEEP, check_sweep_size  # noqa: F401  (one home: occmodel.configs)
+
+
+def __getattr__(name):            # MAX_SWEEP and check_sweep_size live in occmodel.configs (one home),
+    if name in ("MAX_SWEEP", "check_sweep_size"):    # imported when first needed, not by --help
+        from .. import configs
+        return getattr(configs, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _max_sweep() -> int:
+    from ..configs import MAX_SWEEP
+    return MAX_SWEEP
 
 MAX_BYTES = 2**31 - 1        # a byte size on the command line (shared memory per block is < 1 MB)
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]i?[bB]?|[bB])?\s*$")
@@ -61,6 +72,7 @@ def int_list(text: str) -> list[int]:
     parts = [p.strip() for p in text.split(",")]
     if not any(parts):
         raise argparse.ArgumentTypeError(f"{text!r} is an empty list; give integers (e.g. 4,8 or 2..4)")
+    MAX_SWEEP = _max_sweep()
     for part in parts:
         m = re.fullmatch(r"(-?\d+)\s*\.\.\s*(-?\d+)", part)
         if m:
@@ -98,6 +110,7 @@ def define(text: str) -> tuple[str, list[str]]:
     if not sep or not name.strip() or not values.strip():
         raise argparse.ArgumentTypeError(f"{text!r} must look like NAME=VALUE or NAME=V1,V2")
     items = [v.strip() for v in values.split(",")]
+    MAX_SWEEP = _max_sweep()
     if any(not v for v in items):
         raise argparse.ArgumentTypeError(f"{text!r} has an empty value; write NAME=V1,V2")
     if len(items) > MAX_SWEEP:

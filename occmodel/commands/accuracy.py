@@ -12,6 +12,8 @@ Compile failures are counted and listed, never fatal.
 
 from __future__ import annotations
 
+from . import SUMMARY
+
 import argparse
 import itertools
 import statistics
@@ -29,7 +31,7 @@ DEFAULT_WARPS, DEFAULT_STAGES = (2, 4, 8), (1, 2, 3, 4)
 
 def add_parser(subs, common) -> None:
     p = subs.add_parser(
-        "accuracy", parents=[common], help="the model's error against real compiles over a card's config space",
+        "accuracy", parents=[common], help=SUMMARY["accuracy"],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Compile every config of the card's sweep for the spec's arch (no GPU) and measure the model: "
                     "shared-memory exact-match rate, register error, spill prediction, occupancy agreement.",

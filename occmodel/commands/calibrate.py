@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from . import SUMMARY
+
 import sys
 from pathlib import Path
 
@@ -13,7 +15,7 @@ from ..spec import load_spec
 
 def add_parser(subs, common) -> None:
     p = subs.add_parser(
-        "calibrate", parents=[common], help="on a GPU: measure bandwidth, latency, launch cost for `occmodel rank`",
+        "calibrate", parents=[common], help=SUMMARY["calibrate"],
         description="Runs short micro-benchmarks (well under a minute): device-to-device copy bandwidth, L2 "
                     "bandwidth, loaded memory latency (Little's law on a streaming Triton kernel with one tile in "
                     "flight per CTA) and kernel launch overhead in a CUDA graph. Writes them as YAML to --out or "

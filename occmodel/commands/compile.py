@@ -12,6 +12,8 @@ A failing compile is a row with its status (exit 0); bad input exits 2.
 
 from __future__ import annotations
 
+from . import SUMMARY
+
 import argparse
 
 from .. import evidence as E
@@ -25,7 +27,7 @@ from . import _configs
 
 def add_parser(subs, common) -> None:
     p = subs.add_parser(
-        "compile", parents=[common], help="compile for the spec's arch (no GPU): actual vs predicted",
+        "compile", parents=[common], help=SUMMARY["compile"],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Compile with Triton for the spec's arch (no GPU needed) and read shared memory, registers "
                     "and spills from the cubin; occupancy from those real numbers. For a kernel card: baseline "

@@ -8,6 +8,8 @@ too to report the fit's error on them (held out: never seen by the fit).
 
 from __future__ import annotations
 
+from . import SUMMARY
+
 import argparse
 import statistics
 
@@ -23,7 +25,7 @@ from ._args import assignments, define, int_list
 
 def add_parser(subs, common) -> None:
     p = subs.add_parser(
-        "fit", parents=[common], help="fit shared-memory / register expressions for your own kernel from compiles",
+        "fit", parents=[common], help=SUMMARY["fit"],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="For a @triton.jit function without a card: compile a sample of its config space for the "
                     "spec's arch, fit shared memory and registers as expressions of the swept parameters, predict "

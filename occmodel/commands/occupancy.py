@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from . import SUMMARY
+
 import argparse
 
 from ..occupancy import LIMITERS, UNLIMITED, Occupancy, occupancy
@@ -12,7 +14,7 @@ from ._args import byte_size, int_in
 
 def add_parser(subs, common) -> None:
     p = subs.add_parser(
-        "occupancy", parents=[common], help="the occupancy calculator by hand",
+        "occupancy", parents=[common], help=SUMMARY["occupancy"],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Resident blocks and warps per SM for one launch config, exactly as the CUDA driver "
                     "computes them (checked against cuOccupancyMaxActiveBlocksPerMultiprocessor on an H200), "

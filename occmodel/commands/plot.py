@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from . import SUMMARY
+
 import argparse
 
 from ..errors import ConfigError
@@ -13,7 +15,7 @@ from ._args import assignments, byte_size, define, int_in
 
 
 def add_parser(subs, common) -> None:
-    p = subs.add_parser("plot", help="pictures: the occupancy calculator's curves, a feasibility heat map",
+    p = subs.add_parser("plot", help=SUMMARY["plot"],
                         description="Draw what occmodel computes (needs matplotlib: pip install 'occmodel[plot]'). "
                                     "The format follows the --out suffix: .png or .svg.")
     kinds = p.add_subparsers(dest="kind", metavar="KIND", required=True)

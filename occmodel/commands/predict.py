@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from . import SUMMARY
+
 import argparse
 
-import sympy
-
 from .. import evidence as E
-from ..model import expressions, largest_fitting
+from ..model import expressions, largest_fitting, memo
 from ..errors import ConfigError
 from ..report import Report, Section
 from ..spec import load_spec
@@ -16,7 +16,7 @@ from . import _configs
 
 def add_parser(subs, common) -> None:
     p = subs.add_parser(
-        "predict", parents=[common], help="predict shared memory, registers and occupancy: baseline vs candidate",
+        "predict", parents=[common], help=SUMMARY["predict"],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Predict a candidate config beside the baseline: shared memory against the per-block limit, "
                     "registers, resident blocks and warps per SM, the binding limit, and the premise the change "
@@ -78,19 +78,34 @@ def _le(value, limit):
     return None if value is None else value <= limit
 
 
-def _views(card, cfg, expr, what: str) -> list[dict]:
-    """The model as a function of num_stages alone and of the tile sizes alone (the other
-    parameters at the candidate's values): readable where the full expression is not."""
+STAGES_SHOWN = range(1, 17)     # the num_stages a view of the model considers
+
+
+def _domain(card, name: str) -> list[int]:
+    if name == "num_stages":
+        return list(STAGES_SHOWN)
+    p = card.param(name)
+    return list(p.choices) if p.choices else list(range(p.minimum, p.minimum + 256))
+
+
+def _model_views(card, spec, cfg) -> dict:
+    """The model as a person reads it, against num_stages alone and against the tile sizes
+    alone (the other parameters at the candidate's values), plus the full expressions in the
+    tunables (sympy syntax, for JSON). Builds the sympy expressions: memoised by the caller."""
+    from ..exprfmt import fmt, prune
+    shared, regs = expressions(card, spec, cfg)
     syms = card.symbols()
+    fixed = {sym: cfg[name] for name, sym in syms.items() if not card.param(name).tunable}
     rows = []
-    for label, keep in (("num_stages", {"num_stages"}),
-                        ("tile sizes", {n for n in syms if n.startswith("BLOCK")})):
-        if not keep & set(syms):
-            continue
-        sub = {sym: cfg[name] for name, sym in syms.items() if name not in keep}
-        view = sympy.piecewise_fold(sympy.simplify(expr.subs(sub)))
-        rows.append({"question": f"{what} vs {label}", "answer": str(view)})
-    return rows
+    for expr, what in ((shared, "shared memory (B)"), (regs, "registers (estimate)")):
+        for label, keep in (("num_stages", {"num_stages"}),
+                            ("tile sizes", {n for n in syms if n.startswith("BLOCK")})):
+            if not keep & set(syms):
+                continue
+            view = expr.subs({sym: cfg[name] for name, sym in syms.items() if name not in keep})
+            view = prune(view, {n: _domain(card, n) for n in keep})
+            rows.append({"question": f"{what} vs {label}", "answer": fmt(view)})
+    return {"rows": rows, "model": {"shared_memory": str(shared.subs(fixed)), "registers": str(regs.subs(fixed))}}
 
 
 def run(args) -> Report:
@@ -123,10 +138,8 @@ def run(args) -> Report:
             f"{res.ptxas_version if res and res.ptxas_version else 'not run'} (exact for that toolchain; no "
             "hand model: `occmodel fit` derives one for configs not compiled)"]
         return Report("predict", sections, assumptions, extra=extra)
-    shared_expr, regs_expr = expressions(card, spec, cand_cfg)
-    fixed = {sym: cand_cfg[name] for name, sym in card.symbols().items()
-             if not card.param(name).tunable}          # show the model in the tunables only
-    shared_expr, regs_expr = sympy.simplify(shared_expr.subs(fixed)), sympy.simplify(regs_expr.subs(fixed))
+    views = memo(card, ("predict-views", list(spec.compute_capability), sorted(cand_cfg.items())),
+                 lambda: _model_views(card, spec, cand_cfg))
     stages_max = largest_fitting(card, spec, cand_cfg, "num_stages", range(1, 17))
     block_rows = []
     for p in card.params:                 # tunable power-of-two tile sizes: the largest that fits
@@ -145,8 +158,7 @@ def run(args) -> Report:
     budget = ("no shared-memory reduction adds a block (another limit binds)" if hr is None or hr.smem_to_gain is None
               else f"{hr.smem_to_gain:,} B less shared memory per block adds a resident block")
     limits_rows = [
-        *_views(card, cand_cfg, shared_expr, "shared memory (B)"),
-        *_views(card, cand_cfg, regs_expr, "registers (estimate)"),
+        *views["rows"],
         {"question": "largest num_stages that fits (candidate)", "answer":
             "none" if stages_max is None else (f"{stages_max}" + (" (or more)" if stages_max == 16 else ""))},
         *block_rows,
@@ -160,7 +172,7 @@ def run(args) -> Report:
         "shared memory is the card's model of what Triton allocates (`occmodel compile` shows the real value); "
         "registers are an estimate (see README for its measured error)",
     ]
-    extra["model"] = {"shared_memory": str(shared_expr), "registers": str(regs_expr)}
+    extra["model"] = views["model"]
     return Report("predict", sections, assumptions, extra=extra)
 
 

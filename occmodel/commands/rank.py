@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from . import SUMMARY
+
 import argparse
 import math
 from types import SimpleNamespace
@@ -19,7 +21,7 @@ from ._args import define
 
 def add_parser(subs, common) -> None:
     p = subs.add_parser(
-        "rank", parents=[common], help="rank configs by a static throughput model (no GPU)",
+        "rank", parents=[common], help=SUMMARY["rank"],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Estimate each config's time per launch at each workload point from what occmodel knows. "
                     "One main-loop iteration of the CTAs an SM holds takes the slowest of (a) the load latency "

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+from . import SUMMARY
+
 from ..report import Report, Section
 from ..spec import known_specs, load_spec
 
 
 def add_parser(subs, common) -> None:
-    p = subs.add_parser("specs", parents=[common], help="list hardware specs, show one, or detect the local GPU's",
+    p = subs.add_parser("specs", parents=[common], help=SUMMARY["specs"],
                         description="List the hardware specs occmodel ships (one per compute capability), "
                                     "or show every limit of one: `occmodel specs show sm_120`. "
                                     "`--spec PATH` or `show PATH` reads your own YAML. `occmodel specs detect` "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from . import SUMMARY
+
 import argparse
 
 from .. import evidence as E
@@ -14,7 +16,7 @@ from . import _configs
 
 def add_parser(subs, common) -> None:
     p = subs.add_parser(
-        "table", parents=[common], help="feasibility table over a sweep of configs (markdown for design reviews)",
+        "table", parents=[common], help=SUMMARY["table"],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Every combination of the listed values, on top of the baseline: shared memory against the "
                     "per-block limit, registers, resident blocks and warps per SM, occupancy and the binding "

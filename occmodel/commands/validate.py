@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from . import SUMMARY
+
 import argparse
 import sys
 from pathlib import Path
@@ -18,7 +20,7 @@ from ._args import assignments, define
 
 def add_parser(subs, common) -> None:
     p = subs.add_parser(
-        "validate", parents=[common], help="on a GPU: time baseline vs candidates, verdict on each premise",
+        "validate", parents=[common], help=SUMMARY["validate"],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="For each candidate and workload point: check the premise's mechanism statically "
                     "(predicted and compiled occupancy / pipeline depth), gate on correctness against the "

@@ -42,7 +42,7 @@ from __future__ import annotations
 import math
 from typing import Any, Mapping
 
-import sympy
+from .._lazy import sympy
 import triton
 import triton.language as tl
 

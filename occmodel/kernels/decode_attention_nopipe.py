@@ -25,7 +25,7 @@ mechanism does not happen. Kept as a card for exactly that lesson.
 
 from __future__ import annotations
 
-import sympy
+from .._lazy import sympy
 import triton
 import triton.language as tl
 

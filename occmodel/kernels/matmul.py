@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-import sympy
+from .._lazy import sympy
 import triton
 import triton.language as tl
 
