@@ -20,6 +20,18 @@ parent leaves no workers behind. When every job failed for an environmental
 reason (ptxas missing or killed, no disk) there is nothing to report:
 :class:`~occmodel.errors.CompileError`.
 
+Engines: ``compile_many(jobs, executor=...)`` runs the compiles on any
+``concurrent.futures.Executor`` instead of the local pool (the CLI's ``--executor``
+connects to a Dask cluster, :mod:`occmodel.engine`). The caller checks every result
+against its own key and caches it, so a cluster's results land in the caller's cache;
+see :func:`_run_executor` for what happens when a worker dies or disagrees.
+
+Size and progress: a sweep compiling more than a few dozen new configs first says how
+many and about how long (:func:`estimate_seconds`), then shows progress
+(:class:`_Progress`); under the CLI, one larger than ``--max-configs`` raises
+:class:`SweepTooLarge` before compiling anything (see :mod:`occmodel._sweep`). Triton's
+own cache under occmodel's folder is trimmed to its bound after each sweep.
+
 Workers are fresh ``spawn`` processes (Triton's MLIR/LLVM state is not
 fork-safe). Each re-imports the kernel by reference: ``module:name`` when its
 module is importable by name, else ``/path/to/file.py:name`` from the
@@ -47,7 +59,8 @@ from .compile import (INTERRUPTED, CompileResult, accept_remote, cached_result, 
 from . import _cache, _interrupt, _sweep
 from .errors import CompileError
 
-__all__ = ["CompileJob", "compile_many", "kernel_ref", "load_kernel", "interrupted", "reset_interrupted"]
+__all__ = ["CompileJob", "compile_many", "kernel_ref", "load_kernel", "interrupted", "reset_interrupted",
+           "SweepTooLarge", "estimate_seconds"]
 
 _INTERRUPTED = _interrupt.EVENT
 
