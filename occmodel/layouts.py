@@ -76,7 +76,8 @@ class Layouts:
                 return n
         if kind == "#ttg.nvidia_mma" and len(shape) >= 2:
             ver = re.search(r"versionMajor = (\d+)", body)
-            wm, wn = (_ints(body, "warpsPerCTA") + [1, 1])[-2:] if len(_ints(body, "warpsPerCTA")) >= 2 else (1, 1)
+            w = _ints(body, "warpsPerCTA")
+            wm, wn = (w[-2], w[-1]) if len(w) >= 2 else (1, 1)
             if ver and ver.group(1) == "2":
                 return 4.0 * math.ceil(shape[-2] / (16 * wm)) * math.ceil(shape[-1] / (8 * wn))
         if kind == "#ttg.slice":
