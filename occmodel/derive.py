@@ -209,6 +209,10 @@ class DerivedModel:
     # ------------------------------------------------------------- pieces
     def _piece(self, cfg: Mapping[str, Any]) -> tuple[Sampled | None, str]:
         """(the nearest sampled config on cfg's code path, "") or (None, why)."""
+        unseen = [p for p in self.params if all(s.cfg[p] != cfg[p] for s in self.sample)]
+        if unseen:
+            vals = ", ".join(f"{p}={cfg[p]}" for p in unseen)
+            return None, f"no sampled config has {vals}: the code path there is unknown"
         structures = set()
         for sset in self.structural:
             match = [s for s in self.sample if all(s.cfg[p] == cfg[p] for p in sset)]
