@@ -451,3 +451,24 @@ def derive_model(jobs_for, sweep, arch: Any = "sm_120", fraction: float = 0.3, *
     :func:`occmodel.derive_design.derive_model` for the options)."""
     from .derive_design import derive_model as _derive
     return _derive(jobs_for, sweep, arch=arch, fraction=fraction, **kw)
+
+
+def shared_after_allocation(job) -> int:
+    """Dynamic shared memory (``ttg.shared``) of one compile job, stopping the compile right
+    after Triton's shared-memory allocation: front end, TTIR, TTGIR, allocation -- no LLVM,
+    no ptxas, several times faster than a full compile. Exact for Triton's dynamic shared
+    memory; static shared memory (from ptxas; 0 for every Triton kernel measured) is not
+    included. Raises what the compiler raises (a failing kernel has no answer here)."""
+    from . import triton_compat as tc
+    from .compile import _check_arch, _request
+    from .compile_pool import _as_job
+    job = _as_job(job)
+    req = _request(job.fn, job.signature, job.constexprs, job.args, job.arch, job.num_warps, job.num_stages,
+                   job.options)
+    _check_arch(req.cc)
+    types = {n: s.partition(":")[0] for n, s in req.signature.items()}
+    divisible = {n for n, s in req.signature.items() if s.endswith(":16")}
+    constants = dict(req.constants, **{n: 1 for n, s in req.signature.items() if s.endswith(":1")})
+    ttgir = tc.compile_to_ttgir(req.fn, types, divisible, constants, req.cc, req.compiler_options)
+    m = re.search(r"ttg\.shared = (\d+)", tc.allocate_shared(ttgir, req.cc))
+    return int(m.group(1))
