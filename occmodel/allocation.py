@@ -320,8 +320,7 @@ def _liveness(ops: list[_Op], blocks) -> dict[str, tuple[int, int]]:
             else:
                 last = max((k for k, op in enumerate(body) if v in owner_uses[op.id]), default=first)
             ids = [op.id for op in body[first:last + 1]]
-            if v in live_in[i] or v in live_out[i] or first != last or True:
-                extend(v, min(ids), max(ids) + 1)
+            extend(v, min(ids), max(ids) + 1)
     return ranges
 
 

@@ -35,19 +35,17 @@ parameters like a buffer -- calibrated on the sample by least squares
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import math
 import re
-import statistics
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import sympy
 
 from .allocation import Allocation, Buffer, check, parse_allocated, replay
-from .derive_fit import Form, agree, exact_forms, symbol
+from .derive_fit import Form, agree, exact_forms
 from .errors import ConfigError
 from .layouts import Layouts
 
@@ -84,7 +82,7 @@ def read_compile(res, cfg: Mapping[str, Any], cc: int) -> Sampled:
 def _split_types(text: str) -> list[str]:
     out, depth, cur = [], 0, ""
     for ch in text:
-        depth += ch in "<({[" 
+        depth += ch in "<({["
         depth -= ch in ">)}]"
         if ch == "," and depth == 0:
             out.append(cur.strip())

@@ -74,7 +74,7 @@ def derive_model(jobs_for: Callable[[Mapping[str, Any]], Any], sweep: Sequence[M
     """Compile a designed sample of `sweep` (or the given `sample`) and derive the model.
     ``compile`` (default :func:`occmodel.compile_pool.compile_many`) takes a job list."""
     from .compile import parse_arch
-    from .compile_pool import CompileJob, _as_job, compile_many
+    from .compile_pool import _as_job, compile_many
     if not 0 < fraction <= 1:
         raise ConfigError(f"fraction {fraction} is out of range; allowed 0 < fraction <= 1")
     sweep = [dict(c) for c in sweep]
