@@ -225,7 +225,6 @@ class DerivedModel:
         cands = [s for s in self.sample if s.alloc.structure == st and not s.replay_error]
         if not cands:
             return None, "replaying Triton's allocator did not reproduce the compile on this code path"
-
         def dist(s: Sampled):
             return (sum(s.cfg[p] != cfg[p] for p in self.params),
                     sum(abs(math.log2(s.cfg[p] / cfg[p])) for p in self.params if s.cfg[p] and cfg[p]))
@@ -248,6 +247,21 @@ class DerivedModel:
             return set()
         elt = b.bytes // max(1, math.prod(b.dims))
         return {math.prod(combo) * elt for combo in itertools.product(*per)}
+
+    def layout_gap(self, cfg: Mapping[str, Any]) -> str:
+        """"" or which (parameter, num_warps) value pair no sampled config on cfg's code path
+        shows. Triton picks layouts from the tile shape and num_warps together, so a code path
+        seen with BLOCK=64 and with num_warps=2 but never with both may not be the one they
+        take together; the designed sample compiles such configs while its budget lasts."""
+        tpl, why = self._piece(cfg)
+        if tpl is None or "num_warps" not in self.params:
+            return why
+        cands = [s for s in self.sample if s.alloc.structure == tpl.alloc.structure]
+        for p in self.params:
+            if p != "num_warps" and not any(s.cfg[p] == cfg[p] and s.cfg["num_warps"] == cfg["num_warps"]
+                                            for s in cands):
+                return f"no sampled config on this code path has {p}={cfg[p]} with num_warps={cfg['num_warps']}"
+        return ""
 
     def _sizes(self, cfg, tpl: Sampled) -> tuple[list[set[int]] | None, str]:
         sizes = []

@@ -11,7 +11,9 @@ A sample chosen to separate each parameter's effect, not at random:
    (the base only: one config per code path);
 3. **active**: while a config of the sweep is not covered by the model fitted so far
    (a buffer's size ambiguous where it decides the total, an unseen code path), compile
-   it -- preferring the one that shows the most value pairs not yet seen;
+   it -- preferring the one that shows the most value pairs not yet seen; then, while
+   a config's code path was never sampled with its (parameter, num_warps) value pair
+   (:meth:`DerivedModel.layout_gap`: layouts, hence buffers, follow both), compile it;
 4. **pairs**: configs covering as many not-yet-seen value pairs as possible (so an
    interaction such as Min(BLOCK_T, 8 x num_warps) that happens to fit a monomial on
    the sample shows), until the budget.
@@ -122,6 +124,7 @@ def derive_model(jobs_for: Callable[[Mapping[str, Any]], Any], sweep: Sequence[M
             ok = [s for s in got.values() if s is not None]
             dm = DerivedModel(params, ok, f"sm_{cc}").fit()
             open_ = [i for i in range(len(sweep)) if i not in got and dm.shared(sweep[i]) is None]
+            open_ = open_ or [i for i in range(len(sweep)) if i not in got and dm.layout_gap(sweep[i])]
             if not open_:
                 break
             pick = sorted(open_, key=lambda i: (-len(_pairs(sweep[i], params) - seen), i))[:2]
