@@ -288,3 +288,88 @@ def is_out_of_resources(exc: BaseException) -> bool:
         if isinstance(exc, cls):
             return True
     return False
+
+
+# ------------------------------------------------- shared-memory allocation
+def _allocation_passes(pm, cc: int, ptx_version: int) -> None:
+    """The passes ``make_llir`` runs up to and including Triton's shared-memory
+    allocation (triton 3.6 and 3.9 name and sign them slightly differently)."""
+    from triton._C.libtriton import passes, nvidia
+    passes.ttgpuir.add_combine_tensor_select_and_if(pm)
+    try:
+        passes.ttgpuir.add_allocate_warp_groups(pm, False)
+    except TypeError:
+        passes.ttgpuir.add_allocate_warp_groups(pm)
+    passes.convert.add_scf_to_cf(pm)
+    inliner = getattr(getattr(passes, "gluon", None), "add_inliner", None) or getattr(
+        passes.common, "add_inliner", None)
+    if inliner is not None:
+        inliner(pm)
+    alloc = getattr(nvidia.passes.ttgpuir, "add_allocate_shared_memory_nv", None)
+    if alloc is not None:
+        alloc(pm, cc, ptx_version)
+    else:                                         # pragma: no cover - older triton
+        passes.ttgpuir.add_allocate_shared_memory(pm)
+
+
+def _ptx_version(cc: int) -> int:
+    from triton.backends.nvidia.compiler import get_ptx_version_from_options
+    from triton.compiler import make_backend
+    opts = make_backend(GPUTarget("cuda", cc, 32)).parse_options({})
+    return get_ptx_version_from_options(opts, cc)
+
+
+def allocate_shared(ttgir: str, cc: int) -> str:
+    """The TTGIR text after Triton's shared-memory allocation for ``sm_<cc>``: the module
+    carries ``ttg.shared = N``; every buffer op ``allocation.offset`` (scratch ops also
+    ``allocation.size`` where this triton writes it). Control flow is lowered to ``cf``
+    blocks first, as ``make_llir`` does. Exceptions propagate."""
+    import os
+    import tempfile
+    from triton._C.libtriton import ir, nvidia
+    ctx = ir.context()
+    ir.load_dialects(ctx)
+    nvidia.load_dialects(ctx)
+    with tempfile.NamedTemporaryFile("w", suffix=".ttgir", delete=False) as f:
+        f.write(ttgir)
+    try:
+        mod = ir.parse_mlir_module(f.name, ctx)
+    finally:
+        os.unlink(f.name)
+    mod.context = ctx
+    pm = ir.pass_manager(ctx)
+    _allocation_passes(pm, cc, _ptx_version(cc))
+    try:
+        pm.run(mod, "allocate_shared")
+    except TypeError:                             # triton 3.6: run(module)
+        pm.run(mod)
+    return str(mod)
+
+
+def compile_to_ttgir(fn, types: dict[str, str], divisible: set[str], constants: dict[str, Any],
+                     cc: int, options: dict[str, Any]) -> str:
+    """Run Triton's front end and TTIR/TTGIR stages only (no LLVM, no ptxas); the TTGIR text.
+    Same arguments as :func:`compile_source`. Exceptions propagate."""
+    from triton.compiler import ASTSource, make_backend
+    from triton._C.libtriton import ir
+    names = list(fn.arg_names)
+    signature = {n: ("constexpr" if n in constants else types[n]) for n in names}
+    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n in divisible}
+    src = ASTSource(fn=fn, signature=signature, constexprs=dict(constants), attrs=attrs)
+    target = GPUTarget("cuda", cc, 32)
+    backend = make_backend(target)
+    opts = backend.parse_options(dict(options, **src.parse_options()))
+    stages: dict[str, Any] = {}
+    backend.add_stages(stages, opts, src.language)
+    ctx = ir.context()
+    ir.load_dialects(ctx)
+    backend.load_dialects(ctx)
+    codegen, module_map = backend.get_codegen_implementation(opts), backend.get_module_map()
+    try:
+        mod = src.make_ir(target, opts, codegen, module_map, ctx)
+    except TypeError:                             # triton 3.6: make_ir(options, codegen_fns, module_map, context)
+        mod = src.make_ir(opts, codegen, module_map, ctx)
+    metadata: dict[str, Any] = {"target": target, **opts.__dict__}
+    for name in ("ttir", "ttgir"):
+        mod = stages[name](mod, metadata)
+    return str(mod)

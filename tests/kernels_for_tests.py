@@ -101,3 +101,33 @@ def nested_error_kernel(X, BLOCK: tl.constexpr):
     """Fails in a helper: Triton's CompilationError then ends in a bare '^' line."""
     x = tl.load(X + tl.arange(0, BLOCK))
     tl.store(X + tl.arange(0, BLOCK), _no_such_method(x))
+
+
+@triton.jit
+def flash_attention_fwd(Q, K, V, O, seq_len, stride_qm, stride_kn, stride_vn, stride_om, sm_scale,
+                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr):
+    """One head of causal-free attention forward, online softmax (FlashAttention-2 shape):
+    O[m] = softmax(Q[m] K^T * sm_scale) V for a BLOCK_M row tile, looping over BLOCK_N key tiles."""
+    start_m = tl.program_id(0) * BLOCK_M
+    offs_m = start_m + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, HEAD_DIM)
+    q = tl.load(Q + offs_m[:, None] * stride_qm + offs_d[None, :], mask=offs_m[:, None] < seq_len, other=0.0)
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], tl.float32)
+    for start_n in range(0, seq_len, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        ok = offs_n < seq_len
+        k = tl.load(K + offs_n[:, None] * stride_kn + offs_d[None, :], mask=ok[:, None], other=0.0)
+        v = tl.load(V + offs_n[:, None] * stride_vn + offs_d[None, :], mask=ok[:, None], other=0.0)
+        s = tl.dot(q, tl.trans(k)) * sm_scale
+        s = tl.where(ok[None, :], s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        p = tl.exp(s - m_new[:, None])
+        alpha = tl.exp(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+        m_i = m_new
+    out = acc / l_i[:, None]
+    tl.store(O + offs_m[:, None] * stride_om + offs_d[None, :], out.to(O.dtype.element_ty),
+             mask=offs_m[:, None] < seq_len)

@@ -1,0 +1,486 @@
+"""A model of a kernel's shared memory and registers DERIVED from a few compiles' IR.
+
+    dm = derive_model(jobs_for, sweep, arch="sm_120", fraction=0.3)
+    dm.shared(cfg)       # bytes (static + dynamic) for a config never compiled, or None
+    dm.why_not(cfg)      # why None
+    dm.regs(cfg)         # registers per thread, 1..255 (dm.spills(cfg): the estimate passed 255)
+    dm.buffers           # [(buffer, expression, bytes)] at the base config; dm.buffers_at(cfg)
+    dm.expression("shared"), dm.expression("regs")
+
+`sweep` is a list of configs (dicts of constexprs plus num_warps and num_stages);
+`jobs_for(cfg)` builds the compile job of one config (a CompileJob or its mapping; a
+bare kernel with a signature and a card alike). The sample is *designed*
+(:mod:`occmodel.derive_design`); each sampled config is compiled with its IR kept.
+
+Shared memory, exact by construction where it answers:
+1. Triton's allocator is run on each sample TTGIR (``triton_compat.allocate_shared``)
+   and every buffer read with its shape, bytes, alignment, offset and liveness
+   (:mod:`occmodel.allocation`); configs whose buffer lists match take one code path
+   (a *piece*: num_stages=1 is usually another).
+2. Each buffer's size is expressed in the swept parameters, dimension by dimension for
+   a ``local_alloc`` (a ring's depth is its first dimension: S-1, S...), in bytes for a
+   scratch buffer (:mod:`occmodel.derive_fit`): the simplest exact forms; where several
+   fit the sample and differ at a config, that config is not covered.
+3. A config's piece comes from the parameters that decide the code path on the sample;
+   its total is Triton's allocator replayed on the predicted sizes with the liveness of
+   the nearest sampled config of that piece (buffers not live together share space).
+   A config whose code path no sample showed is not covered.
+
+Registers, an estimate: what each thread holds -- 32-bit words of the values carried
+across the main loop (accumulators, running maxima, pointers) and of the tiles loaded
+in its body, from the TTGIR layouts (:mod:`occmodel.layouts`), each expressed in the
+parameters like a buffer -- calibrated on the sample by least squares
+(regs = a + b x carried + c x loaded, b, c >= 0), clamped to 1..255.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import sympy
+
+from .allocation import Allocation, Buffer, check, parse_allocated, replay
+from .derive_fit import Form, agree, exact_forms
+from .errors import ConfigError
+from .layouts import Layouts
+
+LAUNCH = ("num_warps", "num_stages")
+MAX_COMBOS = 256
+
+
+@dataclass
+class Sampled:
+    """One compiled sample config and what was read from it."""
+
+    cfg: dict[str, Any]
+    alloc: Allocation
+    shared: int                       # total shared of the compile (static + dynamic)
+    static: int
+    regs: int
+    spills: int
+    holds: dict[str, float]           # register words per held value ("carry:0", "load:k_lat#1" ...)
+    replay_error: str = ""            # "" when replaying the allocator reproduced the compile
+
+
+# ------------------------------------------------------------- evidence
+def read_compile(res, cfg: Mapping[str, Any], cc: int) -> Sampled:
+    """A Sampled from a keep_ir CompileResult (runs Triton's allocator on its TTGIR)."""
+    from . import triton_compat as tc
+    alloc = parse_allocated(tc.allocate_shared(res.ttgir, cc))
+    err = check(alloc)
+    if not err and alloc.shared != res.shared:
+        err = f"ttg.shared {alloc.shared} B but the compile reports {res.shared} B"
+    return Sampled(dict(cfg), alloc, res.total_shared, res.static_shared or 0, res.n_regs, res.n_spills or 0,
+                   held_values(res.ttgir, int(cfg["num_warps"])), err)
+
+
+def _split_types(text: str) -> list[str]:
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        depth += ch in "<({["
+        depth -= ch in ">)}]"
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    return out + ([cur.strip()] if cur.strip() else [])
+
+
+def held_values(ttgir: str, num_warps: int) -> dict[str, float]:
+    """Register words per thread of what the main loop holds: ``carry:i`` for each value
+    carried across it (scf.for iter_args), ``load:name`` for each tile loaded in its body
+    (tt.load / ttg.local_load). Without a loop: the function's loads."""
+    lay = Layouts(ttgir)
+    lines = ttgir.splitlines()
+    loops = [i for i, ln in enumerate(lines) if re.search(r"= scf\.for ", ln)]
+    best, best_words = None, -1.0
+    for i in loops:
+        m = re.search(r"->\s*\((.*)\)\s*:", lines[i]) or re.search(r"->\s*(.*?)\s*:\s*i\d+\s*\{", lines[i])
+        types = _split_types(m.group(1)) if m else []
+        words = sum(lay.words(t, num_warps) for t in types)
+        has_dot = any("tt.dot" in ln or "warp_group_dot" in ln for ln in _region(lines, i))
+        score = words + (1e9 if has_dot else 0)
+        if score > best_words:
+            best, best_words = (i, types), score
+    out: dict[str, float] = {}
+    body = lines
+    if best is not None:
+        i, types = best
+        for k, t in enumerate(types):
+            out[f"carry:{k}"] = lay.words(t, num_warps)
+        body = _region(lines, i)
+    seen: dict[str, int] = {}
+    for ln in body:
+        m = re.match(r'\s*(%[\w.#$-]+) = (tt\.load|ttg\.local_load) ', ln)
+        if not m:
+            continue
+        t = ln.split(" -> ")[-1] if " -> " in ln else ln.rsplit(" : ", 1)[-1]
+        t = re.sub(r"\s*loc\(.*$", "", t).strip()
+        t = re.sub(r"!tt\.ptr<(\w+)>", r"\1", t)                 # a load returns the pointee
+        name = re.sub(r"_\d+$", "", m.group(1).lstrip("%"))
+        seen[name] = seen.get(name, 0) + 1
+        out[f"load:{name}#{seen[name]}"] = lay.words(t, num_warps)
+    return out
+
+
+def _region(lines: list[str], i: int) -> list[str]:
+    depth, out = 0, []
+    for ln in lines[i:]:
+        bare = re.sub(r'"(?:[^"\\]|\\.)*"', '""', ln)
+        depth += bare.count("{") - bare.count("}")
+        out.append(ln)
+        if depth <= 0:
+            break
+    return out[1:]
+
+
+# ------------------------------------------------------------------ model
+@dataclass
+class DerivedModel:
+    params: list[str]                          # swept numeric parameters
+    sample: list[Sampled]
+    arch: str
+    structural: list[tuple[str, ...]] = field(default_factory=list)   # minimal sets deciding the piece
+    _forms: dict[tuple, list[Form]] = field(default_factory=dict)
+    _coef: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    _held_forms: dict[tuple, list[Form]] = field(default_factory=dict)
+    fraction: float = 0.0                      # share of the sweep compiled
+    failed: list[str] = field(default_factory=list)          # sampled configs that did not compile
+    sample_index: list[int] = field(default_factory=list)    # their positions in the sweep
+
+    # ------------------------------------------------------------ fitting
+    def fit(self) -> "DerivedModel":
+        self.structural = _structural(self.sample, self.params)
+        for s in self.sample:
+            for b in s.alloc.buffers:
+                for i in range(len(b.dims) if b.kind == "explicit" else 1):
+                    self._forms.setdefault(("all", b.key, i), None)
+        for key in list(self._forms):
+            _, bkey, i = key
+            self._forms[key] = self._fit_buffer(bkey, i, None)
+        self._fit_regs()
+        return self
+
+    def _points(self, bkey: str, i: int, structure):
+        pts, vals = [], []
+        for s in self.sample:
+            if structure is not None and s.alloc.structure != structure:
+                continue
+            for b in s.alloc.buffers:
+                if b.key == bkey:
+                    pts.append(s.cfg)
+                    vals.append(b.dims[i] if b.kind == "explicit" else b.bytes)
+        return pts, vals
+
+    def _fit_buffer(self, bkey: str, i: int, structure) -> list[Form]:
+        pts, vals = self._points(bkey, i, structure)
+        return exact_forms(pts, vals, self.params)
+
+    def forms(self, b: Buffer, i: int, structure) -> list[Form]:
+        """Forms of a buffer's dimension i (explicit) or bytes (scratch): over the whole
+        sample, else over its piece only."""
+        return self._fitted(b, i, structure)[0]
+
+    def _fitted(self, b: Buffer, i: int, structure) -> tuple[list[Form], tuple | None]:
+        f = self._forms.get(("all", b.key, i))
+        if f:
+            return f, None
+        key = ("piece", b.key, i, structure)
+        if key not in self._forms:
+            self._forms[key] = self._fit_buffer(b.key, i, structure)
+        return self._forms[key], structure
+
+    def _unseen(self, b: Buffer, structure, cfg) -> list[str]:
+        """Parameters cfg moves that the sample never varied where buffer b exists: its
+        size cannot be extrapolated along them (one point fits a constant, not a rule)."""
+        _, st = self._fitted(b, 0, structure)
+        pts = [s.cfg for s in self.sample if (st is None or s.alloc.structure == st)
+               and any(o.key == b.key for o in s.alloc.buffers)]
+        return [p for p in self.params if len({c[p] for c in pts}) == 1 and cfg[p] != pts[0][p]]
+
+    # ------------------------------------------------------------- pieces
+    def _piece(self, cfg: Mapping[str, Any]) -> tuple[Sampled | None, str]:
+        """(the nearest sampled config on cfg's code path, "") or (None, why)."""
+        unseen = [p for p in self.params if all(s.cfg[p] != cfg[p] for s in self.sample)]
+        if unseen:
+            vals = ", ".join(f"{p}={cfg[p]}" for p in unseen)
+            return None, f"no sampled config has {vals}: the code path there is unknown"
+        structures = set()
+        for sset in self.structural:
+            match = [s for s in self.sample if all(s.cfg[p] == cfg[p] for p in sset)]
+            if not match:
+                vals = ", ".join(f"{p}={cfg[p]}" for p in sset)
+                return None, f"no sampled config has {vals}: the code path there is unknown"
+            structures.add(match[0].alloc.structure)
+        if len(structures) != 1:
+            return None, ("the sample does not tell which parameters decide the code path here ("
+                          + " or ".join(", ".join(s) for s in self.structural) + ")")
+        st = structures.pop()
+        cands = [s for s in self.sample if s.alloc.structure == st and not s.replay_error]
+        if not cands:
+            return None, "replaying Triton's allocator did not reproduce the compile on this code path"
+        def dist(s: Sampled):
+            return (sum(s.cfg[p] != cfg[p] for p in self.params),
+                    sum(abs(math.log2(s.cfg[p] / cfg[p])) for p in self.params if s.cfg[p] and cfg[p]))
+        return min(cands, key=dist), ""
+
+    def _values(self, cfg, b: Buffer, structure) -> set[int]:
+        """Every size the simplest forms of buffer b give at cfg (one value when they agree)."""
+        def vals(forms):
+            out = set()
+            for f in forms:
+                v = f(cfg)
+                if abs(v - round(v)) > 1e-6 or v <= 0:
+                    return set()
+                out.add(int(round(v)))
+            return out
+        if b.kind == "scratch":
+            return vals(self.forms(b, 0, structure))
+        per = [vals(self.forms(b, i, structure)) for i in range(len(b.dims))]
+        if any(not v for v in per):
+            return set()
+        elt = b.bytes // max(1, math.prod(b.dims))
+        return {math.prod(combo) * elt for combo in itertools.product(*per)}
+
+    def layout_gap(self, cfg: Mapping[str, Any]) -> str:
+        """"" or which (parameter, num_warps) value pair no sampled config on cfg's code path
+        shows. Triton picks layouts from the tile shape and num_warps together, so a code path
+        seen with BLOCK=64 and with num_warps=2 but never with both may not be the one they
+        take together; the designed sample compiles such configs while its budget lasts."""
+        tpl, why = self._piece(cfg)
+        if tpl is None or "num_warps" not in self.params:
+            return why
+        cands = [s for s in self.sample if s.alloc.structure == tpl.alloc.structure]
+        for p in self.params:
+            if p != "num_warps" and not any(s.cfg[p] == cfg[p] and s.cfg["num_warps"] == cfg["num_warps"]
+                                            for s in cands):
+                return f"no sampled config on this code path has {p}={cfg[p]} with num_warps={cfg['num_warps']}"
+        return ""
+
+    def _sizes(self, cfg, tpl: Sampled) -> tuple[list[set[int]] | None, str]:
+        sizes = []
+        for b in tpl.alloc.buffers:
+            unseen = self._unseen(b, tpl.alloc.structure, cfg)
+            if unseen:
+                return None, (f"buffer {b.label} was sampled at one value of {', '.join(unseen)} only; "
+                              "its size there is unknown")
+            v = self._values(cfg, b, tpl.alloc.structure)
+            if not v:
+                return None, f"no exact form of buffer {b.label}'s size fits every sampled config"
+            sizes.append(v)
+        return sizes, ""
+
+    def _total(self, cfg, tpl: Sampled) -> tuple[int | None, str]:
+        """Triton's allocator replayed over every combination of the candidate sizes; an
+        answer only when they all give one total (an ambiguous buffer that never decides
+        the total -- a reduction's scratch inside a dead loop buffer -- is harmless)."""
+        sizes, why = self._sizes(cfg, tpl)
+        if sizes is None:
+            return None, why
+        combos = math.prod(len(v) for v in sizes)
+        if combos > MAX_COMBOS:
+            return None, f"{combos} combinations of ambiguous buffer sizes; the sample cannot pin them"
+        totals = {replay(list(c), tpl.alloc.buffers)[1] for c in itertools.product(*[sorted(v) for v in sizes])}
+        if len(totals) > 1:
+            amb = [b for b, v in zip(tpl.alloc.buffers, sizes) if len(v) > 1]
+            fs = self.forms(amb[0], 0, tpl.alloc.structure) if amb else []
+            return None, (f"the sample cannot pin buffer {amb[0].label if amb else '?'} and it decides the total "
+                          f"here ({' vs '.join(map(str, fs[:3]))}): totals {sorted(totals)}")
+        return totals.pop() + tpl.static, ""
+
+    # -------------------------------------------------------------- public
+    def why_not(self, cfg: Mapping[str, Any]) -> str:
+        """"" when :meth:`shared` answers for cfg, else the reason it does not."""
+        return self._shared(cfg)[1]
+
+    def shared(self, cfg: Mapping[str, Any]) -> int | None:
+        return self._shared(cfg)[0]
+
+    def _shared(self, cfg) -> tuple[int | None, str]:
+        missing = [p for p in self.params if p not in cfg]
+        if missing:
+            raise ConfigError(f"config {dict(cfg)} lacks {', '.join(missing)}")
+        tpl, why = self._piece(cfg)
+        if tpl is None:
+            return None, why
+        return self._total(cfg, tpl)
+
+    def buffers_at(self, cfg: Mapping[str, Any]) -> list[tuple[str, str, int | None]]:
+        """(buffer, bytes expression, bytes at cfg) on cfg's code path ([] if not covered)."""
+        tpl, _ = self._piece(cfg)
+        if tpl is None:
+            return []
+        out = []
+        for b in tpl.alloc.buffers:
+            expr = self.buffer_expr(b, tpl.alloc.structure)
+            v = self._values(cfg, b, tpl.alloc.structure)
+            out.append((b.label, str(expr) if expr is not None else "?", v.pop() if len(v) == 1 else None))
+        return out
+
+    @property
+    def buffers(self) -> list[tuple[str, str, int | None]]:
+        return self.buffers_at(self.sample[0].cfg)
+
+    def buffer_expr(self, b: Buffer, structure) -> sympy.Expr | None:
+        if b.kind == "scratch":
+            f = self.forms(b, 0, structure)
+            return f[0].expr if f else None
+        parts = []
+        for i in range(len(b.dims)):
+            f = self.forms(b, i, structure)
+            if not f:
+                return None
+            parts.append(f[0].expr)
+        return sympy.Mul(*parts, sympy.Integer(b.bytes // max(1, math.prod(b.dims))), evaluate=True)
+
+    def expression(self, quantity: str = "shared") -> str:
+        """Readable model: per code path, Max over the allocator's stacks of live buffers."""
+        if quantity == "regs":
+            a, b, c = self._coef
+            return f"clamp({a:.1f} + {b:.3f} x carried words + {c:.3f} x loaded words, 1, 255)"
+        if quantity != "shared":
+            raise ConfigError(f"quantity {quantity!r}; valid: shared, regs")
+        pieces = []
+        for st, tpl in _pieces(self.sample).items():
+            cond = _condition(tpl, self.structural, self.sample)
+            pieces.append(f"[{cond}] " + str(self._stack_expr(tpl)))
+        return "; ".join(pieces)
+
+    def _stack_expr(self, tpl: Sampled) -> sympy.Expr:
+        bufs = tpl.alloc.buffers
+        ends = {}
+        exprs = [self.buffer_expr(b, tpl.alloc.structure) for b in bufs]
+        for i, b in sorted(enumerate(bufs), key=lambda t: t[1].offset):
+            below = [j for j, o in enumerate(bufs) if o.offset + o.bytes == b.offset and j in ends
+                     and o.start < b.end and b.start < o.end]
+            base = ends[below[0]] if below else sympy.Integer(b.offset)
+            ends[i] = base + (exprs[i] if exprs[i] is not None else sympy.Symbol(f"?{b.name}"))
+        tops = [ends[i] for i, b in enumerate(bufs) if not any(
+            o.offset == b.offset + b.bytes and o.start < b.end and b.start < o.end for o in bufs)]
+        return sympy.Max(*tops) if tops else sympy.Integer(0)
+
+    # ----------------------------------------------------------- registers
+    def _held(self, cfg, tpl: Sampled) -> tuple[float, float]:
+        carry = load = 0.0
+        for k, v in tpl.holds.items():
+            key = (k, tuple(sorted(tpl.holds)))
+            if key not in self._held_forms:
+                pts = [s for s in self.sample if tuple(sorted(s.holds)) == key[1] and k in s.holds]
+                self._held_forms[key] = exact_forms([s.cfg for s in pts], [s.holds[k] for s in pts], self.params,
+                                                    minmax=False) if all(float(s.holds[k]).is_integer()
+                                                                         for s in pts) else []
+            got = agree(self._held_forms[key], cfg)
+            w = float(got) if got is not None else v * _scale(k, tpl.cfg, cfg)
+            if k.startswith("carry"):
+                carry += w
+            else:
+                load += w
+        return carry, load
+
+    def _fit_regs(self) -> None:
+        rows = [(s, sum(v for k, v in s.holds.items() if k.startswith("carry")),
+                 sum(v for k, v in s.holds.items() if k.startswith("load"))) for s in self.sample]
+        rows = [r for r in rows if r[0].spills == 0 and r[0].regs < 255] or rows
+        y = np.array([r[0].regs for r in rows], float)
+        X = np.array([[1.0, r[1], r[2]] for r in rows])
+        keep = [0, 1, 2]
+        while True:
+            coef, *_ = np.linalg.lstsq(X[:, keep], y, rcond=None)
+            neg = [k for k, c in zip(keep, coef) if k and c < 0]
+            if not neg:
+                break
+            keep.remove(neg[0])
+        full = [0.0, 0.0, 0.0]
+        for k, c in zip(keep, coef):
+            full[k] = float(c)
+        self._coef = tuple(full)
+
+    def _regs_raw(self, cfg) -> float | None:
+        tpl = self._nearest_any(cfg)
+        carry, load = self._held(cfg, tpl)
+        a, b, c = self._coef
+        return a + b * carry + c * load
+
+    def _nearest_any(self, cfg) -> Sampled:
+        tpl, _ = self._piece(cfg)
+        if tpl is not None:
+            return tpl
+        return min(self.sample, key=lambda s: sum(s.cfg[p] != cfg[p] for p in self.params))
+
+    def regs(self, cfg: Mapping[str, Any]) -> int:
+        """Estimated registers per thread, clamped to 1..255."""
+        return int(min(255, max(1, round(self._regs_raw(cfg)))))
+
+    def spills(self, cfg: Mapping[str, Any]) -> bool:
+        """The estimate crossed 255: ptxas will cap registers and spill."""
+        return self._regs_raw(cfg) > 255
+
+
+def _scale(key: str, a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
+    """A held value's words at another config when no exact form was found: per thread,
+    a tile's share scales with 1/num_warps."""
+    return a["num_warps"] / b["num_warps"] if "num_warps" in a else 1.0
+
+
+def _pieces(sample: Sequence[Sampled]) -> dict[tuple, Sampled]:
+    out: dict[tuple, Sampled] = {}
+    for s in sample:
+        out.setdefault(s.alloc.structure, s)
+    return out
+
+
+def _condition(tpl: Sampled, structural, sample) -> str:
+    if len(_pieces(sample)) == 1 or not structural:
+        return "all configs"
+    sset = structural[0]
+    vals = sorted({tuple(s.cfg[p] for p in sset) for s in sample if s.alloc.structure == tpl.alloc.structure})
+    return " or ".join(", ".join(f"{p}={v}" for p, v in zip(sset, vs)) for vs in vals)
+
+
+def _structural(sample: Sequence[Sampled], params: Sequence[str]) -> list[tuple[str, ...]]:
+    """The smallest parameter sets whose values determine the buffer structure on the sample."""
+    import itertools
+    for r in range(0, len(params) + 1):
+        found = []
+        for sset in itertools.combinations(params, r):
+            seen: dict[tuple, tuple] = {}
+            if all(seen.setdefault(tuple(s.cfg[p] for p in sset), s.alloc.structure) == s.alloc.structure
+                   for s in sample):
+                found.append(sset)
+        if found:
+            return found
+    return [tuple(params)]
+
+
+def derive_model(jobs_for, sweep, arch: Any = "sm_120", fraction: float = 0.3, **kw) -> DerivedModel:
+    """Compile a designed sample of `sweep` and derive the model (see
+    :func:`occmodel.derive_design.derive_model` for the options)."""
+    from .derive_design import derive_model as _derive
+    return _derive(jobs_for, sweep, arch=arch, fraction=fraction, **kw)
+
+
+def shared_after_allocation(job) -> int:
+    """Dynamic shared memory (``ttg.shared``) of one compile job, stopping the compile right
+    after Triton's shared-memory allocation: front end, TTIR, TTGIR, allocation -- no LLVM,
+    no ptxas, several times faster than a full compile. Exact for Triton's dynamic shared
+    memory; static shared memory (from ptxas; 0 for every Triton kernel measured) is not
+    included. Raises what the compiler raises (a failing kernel has no answer here)."""
+    from . import triton_compat as tc
+    from .compile import _check_arch, _request
+    from .compile_pool import _as_job
+    job = _as_job(job)
+    req = _request(job.fn, job.signature, job.constexprs, job.args, job.arch, job.num_warps, job.num_stages,
+                   job.options)
+    _check_arch(req.cc)
+    types = {n: s.partition(":")[0] for n, s in req.signature.items()}
+    divisible = {n for n, s in req.signature.items() if s.endswith(":16")}
+    constants = dict(req.constants, **{n: 1 for n, s in req.signature.items() if s.endswith(":1")})
+    ttgir = tc.compile_to_ttgir(req.fn, types, divisible, constants, req.cc, req.compiler_options)
+    m = re.search(r"ttg\.shared = (\d+)", tc.allocate_shared(ttgir, req.cc))
+    return int(m.group(1))
