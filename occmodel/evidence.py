@@ -35,7 +35,7 @@ from .errors import CompileError, ConfigError
 from .occupancy import LIMITERS, Occupancy, occupancy
 from .spec import HardwareSpec
 
-COMPILED, CARD_MODEL = "compiled", "card model"
+COMPILED, CARD_MODEL, DERIVED = "compiled", "card model", "derived"
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class Evidence:
     """Resources and occupancy of one config, and where they come from."""
 
     config: Config
-    source: str                       # COMPILED | CARD_MODEL
+    source: str                       # COMPILED | CARD_MODEL | DERIVED
     status: str                       # "ok" | "out_of_resources" | "compile_error" | "no model"
     message: str = ""
     shared: int | None = None         # static + dynamic bytes of one block
@@ -170,14 +170,43 @@ def modelled(kernel: KernelCard, spec: HardwareSpec, cfgs: Sequence[Config],
     return out
 
 
+def derived(kernel: KernelCard, spec: HardwareSpec, cfgs: Sequence[Config], fraction: float = 0.3,
+            carveout: int | None = None, progress: bool = True) -> list[Evidence]:
+    """Compile a designed sample of at most `fraction` of `cfgs` (occmodel.derive) and derive
+    the rest: the sampled configs' evidence is compiled, the others' is DERIVED (exact shared
+    memory from the allocated TTGIR, estimated registers), or status "not covered" with the
+    reason where the model declines to answer."""
+    from .derive import derive_model
+    cfgs = [dict(c) for c in cfgs]
+    dm = derive_model(lambda c: compile_jobs(kernel, spec, [c])[0], cfgs, arch=spec.arch, fraction=fraction,
+                      compile=lambda jobs: compile_results(jobs, progress))
+    sampled = set(dm.sample_index)
+    comp = iter(compiled(kernel, spec, [cfgs[i] for i in sorted(sampled)], carveout, progress=False))
+    out = []
+    for i, cfg in enumerate(cfgs):
+        if i in sampled:
+            out.append(next(comp))
+            continue
+        shared, regs = dm.shared(cfg), dm.regs(cfg)
+        if shared is None:
+            out.append(Evidence(cfg, DERIVED, "not covered", dm.why_not(cfg), regs=regs, regs_estimate=regs))
+            continue
+        occ = occupancy(spec, 32 * int(cfg["num_warps"]), min(regs, 255), shared, carveout, with_headroom=False)
+        out.append(Evidence(cfg, DERIVED, "ok", "", shared, None, min(regs, 255), regs_estimate=regs, occupancy=occ))
+    return out
+
+
 def gather(kernel: KernelCard, spec: HardwareSpec, cfgs: Sequence[Config], *, compile: bool | None = None,
-           carveout: int | None = None, progress: bool = True) -> list[Evidence]:
+           carveout: int | None = None, progress: bool = True, derive: float | None = None) -> list[Evidence]:
     """Evidence for every config: compiled when `compile` is True, the hand model when it is
-    False, and when None (the default) the hand model if the kernel has one, else compiled."""
+    False, and when None (the default) the hand model if the kernel has one, else compiled --
+    or, with `derive` (a fraction), a designed sample compiled and the rest derived."""
     cfgs = list(cfgs)
     if compile is None:
         cc = spec.compute_capability
         compile = not all(kernel.has_model(cc, c) for c in cfgs)
+    if derive is not None:
+        return derived(kernel, spec, cfgs, derive, carveout, progress)
     if compile:
         return compiled(kernel, spec, cfgs, carveout, progress)
     return modelled(kernel, spec, cfgs, carveout)

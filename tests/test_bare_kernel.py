@@ -183,3 +183,17 @@ def test_the_python_api_a_notebook_would_use():
                                          for s in (2, 3)])
     assert [e.source for e in evs] == ["compiled", "compiled"] and evs[1].shared > evs[0].shared
     assert evs[0].pipeline.main.dots and kernel.has_launcher() and not kernel.has_reference()
+
+
+def test_table_derives_the_configs_it_does_not_compile(env):
+    t = doc(env, "table", "--kernel", KERNEL, "--launcher", MM, "-D", "BM=32,64,128", "-D", "BN=32,64",
+            "--stages", "2,3,4", "--spec", "sm_90", "--derive", "0.3")
+    rows = t["sections"][0]["rows"]
+    derived = [r for r in rows if r["source"] == "derived"]
+    assert derived and len(derived) >= 0.6 * len(rows)           # at most 30 % compiled (rounded up)
+    # every derived shared-memory figure equals what a real compile then gives
+    from occmodel import evidence as E, load_spec
+    k = load_source(KERNEL, launcher=MM)
+    cfgs = [k.resolve({"BM": r["BM"], "BN": r["BN"], "num_stages": r["num_stages"]}) for r in derived]
+    truth = E.compiled(k, load_spec("sm_90"), cfgs, progress=False)
+    assert [r["shared"] for r in derived] == [ev.shared for ev in truth]
