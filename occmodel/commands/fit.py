@@ -85,7 +85,7 @@ def run(args) -> Report:
             for t, a in (("shared", "total_shared"), ("regs", "n_regs"))}
     held = [c for i, c in enumerate(cfgs) if i not in set(idx)]
     h_res = E.compile_results(jobs(held))
-    rows, err = [], {"shared": ([], []), "regs": ([], [])}
+    rows, held_out, err = [], [], {"shared": ([], []), "regs": ([], [])}
     for cfg, res in zip(held, h_res):
         row = {k: cfg[k] for k in swept}
         for t, a in (("shared", "total_shared"), ("regs", "n_regs")):
@@ -97,6 +97,10 @@ def run(args) -> Report:
                 err[t][1].append(getattr(res, a))
         row["status"] = res.status if res.ok else f"{res.status}: {res.message}"
         rows.append(row)
+        held_out.append({"config": dict(cfg), "status": res.status, "message": res.message,
+                         "predicted": {"shared": row["shared_pred"], "regs": row["regs_pred"]},
+                         "shared": res.total_shared if res.ok else None, "regs": res.n_regs if res.ok else None,
+                         "spills": res.n_spills if res.ok else None})
     expr_rows = []
     for t, f in fits.items():
         fitted_on = f"{f.samples - len(f.outliers)} of {f.samples} configs, " + (
@@ -123,9 +127,9 @@ def run(args) -> Report:
         Section(f"Error on the {len(held)} held-out configs (predicted from the fit, then compiled to check)",
                 [("quantity", "quantity"), ("exact", "exact"), ("median", "median abs error"),
                  ("worst", "worst abs error"), ("worst_rel", "worst relative")], err_rows)]
-    cols = [(k, k) for k in swept] + [("shared_pred", "shared pred"), ("shared", "shared actual"),
-                                      ("shared_err", "error"), ("regs_pred", "regs pred"), ("regs", "regs actual"),
-                                      ("regs_err", "error"), ("status", "status")]
+    cols = [(k, k) for k in swept] + [("shared_pred", "shared pred (B)"), ("shared", "shared actual (B)"),
+                                      ("shared_err", "error (B)"), ("regs_pred", "regs/thread pred"),
+                                      ("regs", "regs/thread actual"), ("regs_err", "error (regs)"), ("status", "status")]
     sections.append(Section("Held-out configs", cols, rows))
     ok = [r for r in s_res + h_res if r.ok]
     assumptions = [f"triton {s_res[0].triton_version}, ptxas {ok[0].ptxas_version if ok else 'not run'}; "
@@ -138,4 +142,4 @@ def run(args) -> Report:
         "fit": {t: {"expression": str(f.expr), "terms": list(f.terms), "exact_on_sample": f.exact,
                     "outliers": [dict(train[i][0]) for i in f.outliers]}
                 for t, f in fits.items()},
-        "held_out": {t: summ[t] for t in summ}, "sample": [dict(c) for c in sample]})
+        "held_out": {t: summ[t] for t in summ}, "sample": [dict(c) for c in sample], "configs": held_out})

@@ -9,7 +9,7 @@ import argparse
 from .. import evidence as E
 from ..model import expressions, largest_fitting, memo
 from ..errors import ConfigError
-from ..report import Report, Section
+from ..report import Report, Section, fmt_occupancy
 from ..spec import load_spec
 from . import _configs
 
@@ -38,7 +38,7 @@ def _metric_rows(spec, base: E.Evidence, cand: E.Evidence) -> list[dict]:
     compiled = base.source == E.COMPILED
 
     def pct(ev):
-        return f"{100 * ev.occupancy.occupancy:.1f}%" if ev.occupancy else None
+        return fmt_occupancy(ev.occupancy.occupancy) if ev.occupancy else None
 
     def change(a, b):
         if a == b:
@@ -126,8 +126,8 @@ def run(args) -> Report:
                               ("change", "change")], _metric_rows(spec, base, cand),
                       [f"baseline: {cfg_note}", f"numbers from: {base.source}"])
     sections = [metrics, premise_section(prems)]
-    extra = {"spec": spec.name, "kernel": card.name, "source": base.source, "baseline": base_cfg,
-             "candidate": cand_cfg, "premises": [p.as_dict() for p in prems]}
+    extra = {"spec": spec.name, "kernel": card.name, "source": base.source, "baseline": base.as_dict(),
+             "candidate": cand.as_dict(), "premises": [p.as_dict() for p in prems]}
     if compiled:
         res = base.result
         assumptions = [

@@ -105,10 +105,11 @@ def _static_section(plan: V.Plan) -> Section:
                      "pred_regs": m.regs_estimate if m else None, "pred_warps_per_sm": m.warps_per_sm if m else None,
                      "shared": c.shared if c else None, "n_regs": c.regs if c else None,
                      "n_spills": c.spills if c else None, "warps_per_sm": c.warps_per_sm if c else None,
-                     "compile": (c.status if c.status == "ok" else f"{c.status}: {c.message}") if c else "not compiled"})
-    cols = [("config", "config"), ("pred_shared", "shared (pred.)"), ("pred_regs", "regs (pred.)"),
-            ("pred_warps_per_sm", "warps/SM (pred.)"), ("shared", f"shared ({plan.spec.arch})"),
-            ("n_regs", "regs"), ("n_spills", "spills"), ("warps_per_sm", "warps/SM"), ("compile", "compile")]
+                     "compile": (c.outcome if c.status == "ok" else f"{c.status}: {c.message}") if c else "not compiled"})
+    cols = [("config", "config"), ("pred_shared", "shared (B, pred.)"), ("pred_regs", "regs/thread (pred.)"),
+            ("pred_warps_per_sm", "warps/SM (pred.)"), ("shared", f"shared (B, {plan.spec.arch})"),
+            ("n_regs", "regs/thread"), ("n_spills", "spills (regs)"), ("warps_per_sm", "warps/SM"),
+            ("compile", "compile")]
     versions = {f"triton {r.compiled.result.triton_version}, ptxas {r.compiled.result.ptxas_version}"
                 for r in plan.static if r.compiled is not None and r.compiled.result is not None
                 and r.compiled.result.ok}
@@ -143,7 +144,15 @@ def plan_report(plan: V.Plan) -> Report:
     what = _what_section(plan, "Plan (dry run: nothing was timed)",
                          [{"item": "estimated device time", "value": f"{plan.est_device_s:.0f} s"}])
     return Report("validate", [what, _static_section(plan), _premise_section(plan)],
-                  [f"spec {plan.spec.name}; estimate from the roofline of {plan.spec.product().name}"])
+                  [f"spec {plan.spec.name}; estimate from the roofline of {plan.spec.product().name}"],
+                  extra={"configs": static_configs(plan), "premises": [p.as_dict() for p in plan.premises]})
+
+
+def static_configs(plan: V.Plan) -> list[dict]:
+    """JSON ``configs``: per timed config (baseline first), its name, config and the predicted
+    and compiled numbers (occmodel.evidence.Evidence.as_dict; null when not computed)."""
+    return [{"name": r.name, "config": dict(r.config), "predicted": r.model.as_dict() if r.model else None,
+             "compiled": r.compiled.as_dict() if r.compiled else None} for r in plan.static]
 
 
 def _bandwidth(nbytes: float | None, seconds: float, copy_bw: float, peak: float, product: str) -> str:
@@ -216,7 +225,8 @@ def result_report(res: V.Result, args) -> Report:
                    "band: half-width of the 95% bootstrap CI of the median A/A log-ratio (baseline vs itself, "
                    "same rounds); verdict CONFIRMED/REFUTED only when the candidate's whole 95% CI is beyond it"]
     return Report("validate", sections, assumptions,
-                  extra={"overall": res.overall, "premises": [p.as_dict() for p in plan.premises], "device_seconds": res.device_seconds,
+                  extra={"overall": res.overall, "premises": [p.as_dict() for p in plan.premises],
+                         "configs": static_configs(plan), "device_seconds": res.device_seconds,
                          "copy_bandwidth": res.copy_bandwidth, "env": env,
                          "points": [{"point": pr.point, "correctness": pr.correctness,
                                      "outcomes": {k: vars(o) for k, o in pr.outcomes.items()}}
