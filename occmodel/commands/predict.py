@@ -23,7 +23,7 @@ def add_parser(subs, common) -> None:
                     "would test. A card's hand model answers without compiling; a bare @triton.jit kernel (no "
                     "card) is compiled for the spec's arch (exact, cached). No GPU.",
         epilog="examples:\n"
-               "  occmodel predict --warps 8 --stages 3          # the seed's levers, decode_attention on sm_120\n"
+               "  occmodel predict --warps 8 --stages 3          # two levers of a decode-attention kernel on sm_120\n"
                "  occmodel predict --stages 3 -D BLOCK_T=32 --spec sm_90\n"
                "  occmodel predict --kernel matmul --warps 8 --format markdown\n"
                "  occmodel predict --kernel examples/flash_attention.py:_attn_fwd --args "

@@ -27,7 +27,7 @@ def add_parser(subs, common) -> None:
                     "torch reference, time baseline and candidate interleaved over rounds (A B A' ...) with "
                     "the L2 flushed, measure the A/A noise band, and give a verdict: CONFIRMED (gain beyond "
                     "the band), REFUTED (loss beyond it, or the mechanism did not happen) or INCONCLUSIVE.",
-        epilog="example (the seed's experiment):\n"
+        epilog="example (two levers of the decode-attention kernel, timed on a GPU):\n"
                "  occmodel validate --kernel decode_attention --spec sm_90 \\\n"
                "      --baseline BLOCK_T=16,num_warps=4,num_stages=2 \\\n"
                "      --candidate num_warps=8 --candidate num_stages=3 --points C=1,8,48,64,96 -D ctx=8192\n"
