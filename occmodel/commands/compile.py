@@ -108,7 +108,7 @@ def _card(args, spec, card, carveout) -> Report:
                     err = err if err in (None, "=") else err.rstrip("%") + " points"
             row.update({f"{who}_pred": pv, f"{who}_actual": av, f"{who}_error": err})
         rows.append(row)
-    rows.append({"metric": "status", "base_actual": _status(acts[0]), "cand_actual": _status(acts[1])})
+    rows.append({"metric": "compile status", "base_actual": _status(acts[0]), "cand_actual": _status(acts[1])})
     cols = [("metric", "metric"), ("base_pred", "baseline predicted"), ("base_actual", "baseline actual"),
             ("base_error", "error"), ("cand_pred", "candidate predicted"), ("cand_actual", "candidate actual"),
             ("cand_error", "error")]
