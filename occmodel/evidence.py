@@ -88,6 +88,32 @@ class Evidence:
     def spills_predicted(self) -> bool:
         return self.regs_estimate is not None and self.regs_estimate > 255
 
+    @property
+    def outcome(self) -> str:
+        """What a person needs first: ``ok``, ``spills`` (fits but spills registers to local
+        memory), ``over limit`` (shared memory above the per-block opt-in limit), ``no block
+        fits`` (another limit: registers, threads), or the compiler's own failure status
+        (``out_of_resources``, ``compile_error``, ``no model``)."""
+        if self.status != "ok" or self.occupancy is None:
+            return self.status
+        if not self.occupancy.fits:
+            return "over limit" if self.occupancy.limits.get("shared_memory") == 0 else "no block fits"
+        if self.spills or self.spills_predicted:
+            return "spills"
+        return "ok"
+
+    def as_dict(self) -> dict[str, Any]:
+        """One config's numbers, typed, for JSON (``configs``, predict's ``baseline`` /
+        ``candidate``): docs/json_schema.md, "one object per config"."""
+        o = self.occupancy
+        return {"config": dict(self.config), "source": self.source, "status": self.outcome,
+                "shared": self.shared, "static_shared": self.static_shared, "regs": self.regs,
+                "regs_estimate": self.regs_estimate, "spills": self.spills,
+                "threads": 32 * int(self.config["num_warps"]) if "num_warps" in self.config else None,
+                "blocks_per_sm": o.blocks_per_sm if o else None, "warps_per_sm": o.warps_per_sm if o else None,
+                "occupancy": o.occupancy if o else None, "limiter": self.limiter, "fits": self.fits,
+                "why": self.reason}
+
     def row(self) -> dict[str, Any]:
         """Plain fields for a report row or JSON."""
         o = self.occupancy

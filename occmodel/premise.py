@@ -1,8 +1,8 @@
 """Premises: *lever -> mechanism -> outcome*, one per lever. Pure.
 
 A candidate that changes k parameters is k premises, each judged from the baseline
-with only that lever changed, plus (k >= 2) one for the combination: the seed's
-engineer ran num_warps=8 and num_stages=3 as separate experiments for this reason.
+with only that lever changed, plus (k >= 2) one for the combination: an engineer
+runs num_warps=8 and num_stages=3 as separate experiments for this reason.
 :func:`lever_configs` lists those configs; :func:`judge` states and decides one
 premise from the evidence of two configs (occmodel.evidence.Evidence, duck-typed:
 ``shared``, ``regs``, ``spills``, ``blocks_per_sm``, ``warps_per_sm``, ``fits``,

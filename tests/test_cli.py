@@ -4,8 +4,11 @@ import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+from occmodel import cli
 
 ENTRY_POINTS = [[sys.executable, "-m", "occmodel"]]
 if shutil.which("occmodel"):
@@ -78,3 +81,27 @@ def test_malformed_user_spec_is_one_line(tmp_path):
 def test_help_teaches():
     out = run("occupancy", "--help", check_rc=0).stdout
     assert "example:" in out and "--carveout" in out
+
+
+@pytest.mark.parametrize("argv, absent", [
+    (["--help"], {"sympy", "numpy", "tabulate", "triton", "torch", "yaml"}),
+    (["occupancy", "--threads", "128", "--regs", "96", "--smem", "60K"], {"sympy", "numpy", "triton", "torch"}),
+    (["specs"], {"sympy", "numpy", "triton", "torch"}),
+])
+def test_a_command_imports_only_what_it_uses(argv, absent):
+    """Start-up is the point of a calculator run twenty times: --help imports no heavy
+    library, the calculator neither sympy nor numpy (benchmarks/bench_cli_startup.py times it)."""
+    code = ("import sys\nfrom occmodel import cli\ntry:\n    cli.main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+            "print('LOADED', sorted(m for m in sys.modules if m.split('.')[0] in %r))" % (sorted(absent),))
+    proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True,
+                          cwd=Path(__file__).parent.parent)
+    assert "LOADED []" in proc.stdout, proc.stdout[-500:] + proc.stderr[-500:]
+
+
+def test_every_command_has_its_full_help():
+    from occmodel.commands import SUMMARY
+    assert set(SUMMARY) == set(cli.COMMANDS)
+    for name in cli.COMMANDS:
+        text = cli.build_parser([name])._subparsers._group_actions[0].choices[name].format_help()
+        assert ("--format" in text or name == "plot") and "seed'" not in text and "the seed" not in text, name
+    assert "seed" not in cli.build_parser(every=True).format_help()

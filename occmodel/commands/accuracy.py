@@ -114,9 +114,10 @@ def run(args) -> Report:
         sections.append(Section("Compile failures", [("config", "config"), ("status", "status"),
                                                      ("message", "message")],
                                 [dict(r, config=label(r)) for r in failed]))
-    cols = [(k, k) for k in swept] + [("shared_pred", "shared pred"), ("shared", "shared actual"),
-                                      ("regs_est", "regs est."), ("regs", "n_regs"), ("spills", "n_spills"),
-                                      ("blocks_pred", "blocks pred"), ("blocks", "blocks actual"), ("status", "status")]
+    cols = [(k, k) for k in swept] + [("shared_pred", "shared pred (B)"), ("shared", "shared actual (B)"),
+                                      ("regs_est", "regs/thread est."), ("regs", "regs/thread actual"),
+                                      ("spills", "spills (regs)"), ("blocks_pred", "blocks/SM pred"),
+                                      ("blocks", "blocks/SM actual"), ("status", "status")]
     sections.append(Section("All configs", cols, rows))
     ok_res = [r for r in results if r.ok]
     assumptions = [
@@ -126,8 +127,11 @@ def run(args) -> Report:
         f"launch specialization: {card.specialization or 'as the card signature states'}",
         "predicted registers are the card's estimate capped at 255; a spill is predicted when the estimate "
         "exceeds 255; actual occupancy uses the cubin's registers and static + dynamic shared memory"]
+    configs_out = [{**a.as_dict(), "predicted": p.as_dict(), "message": a.result.message}
+                   for p, a in zip(preds, acts)]
     return Report("accuracy", sections, assumptions,
-                  extra={"spec": spec.name, "arch": spec.arch, "kernel": card.name, "metrics": metrics})
+                  extra={"spec": spec.name, "arch": spec.arch, "kernel": card.name, "metrics": metrics,
+                         "configs": configs_out})
 
 
 def _metrics(ok: list[dict], total: int) -> tuple[dict, list[dict]]:

@@ -20,7 +20,7 @@ from .. import evidence as E
 from .. import pipeline as P
 from ..configs import plain, swept_names
 from ..errors import ConfigError
-from ..report import Report, Section
+from ..report import Report, Section, fmt_occupancy
 from ..spec import load_spec
 from . import _configs
 
@@ -85,7 +85,7 @@ def _card(args, spec, card, carveout) -> Report:
     results = [a.result for a in acts]
     fields = [("shared memory per block, static + dynamic (B)", "shared", False),
               ("registers per thread", "regs", True),
-              ("spills (n_spills = local bytes / 4)", None, False),
+              ("spills (registers; local bytes / 4)", None, False),
               ("resident blocks per SM", "blocks_per_sm", False),
               ("resident warps per SM", "warps_per_sm", False),
               ("occupancy", "occupancy", False),
@@ -103,16 +103,20 @@ def _card(args, spec, card, carveout) -> Report:
                 if key == "regs":
                     pv = p.regs_estimate
                 err = _err(pv, av, rel)
+                if key == "occupancy":             # one format for people: a percent (points for the error)
+                    pv, av = fmt_occupancy(pv), fmt_occupancy(av)
+                    err = err if err in (None, "=") else err.rstrip("%") + " points"
             row.update({f"{who}_pred": pv, f"{who}_actual": av, f"{who}_error": err})
         rows.append(row)
-    rows.append({"metric": "compile status", "base_actual": _status(results[0]), "cand_actual": _status(results[1])})
+    rows.append({"metric": "compile status", "base_actual": _status(acts[0]), "cand_actual": _status(acts[1])})
     cols = [("metric", "metric"), ("base_pred", "baseline predicted"), ("base_actual", "baseline actual"),
             ("base_error", "error"), ("cand_pred", "candidate predicted"), ("cand_actual", "candidate actual"),
             ("cand_error", "error")]
     title = f"{card.name} on {spec.name} (compiled for {spec.arch}): actual vs predicted"
     sections = [Section(title, cols, rows, [
         "baseline: " + ", ".join(f"{k}={v}" for k, v in base_cfg.items()),
-        "error = actual - predicted (relative to actual); spills are predicted when the register estimate exceeds 255"])]
+        "error = actual - predicted (relative to actual); spills are predicted when the register estimate exceeds 255",
+        STATUS_NOTE])]
     sections.append(_premise(card, spec, acts, carveout))
     if args.pipeline:
         sections += _pipeline_sections(card, cfgs, [a.pipeline for a in acts])
@@ -126,9 +130,26 @@ def _card(args, spec, card, carveout) -> Report:
         f"carveout {'driver default' if carveout is None else f'{carveout}%'}",
         "compile: " + ", ".join(f"{w} {'cached' if r.cached else f'{r.compile_seconds:.1f} s'}"
                                 for w, r in zip(("baseline", "candidate"), results))]
+    configs = [{**_config_dict(a), "predicted": p.as_dict()} for a, p in zip(acts, preds)]
     return Report("compile", sections, assumptions,
-                  extra={"spec": spec.name, "arch": spec.arch, "kernel": card.name, "baseline": base_cfg,
-                         "candidate": cand_cfg, "results": [r.as_dict() for r in results]})
+                  extra={"spec": spec.name, "arch": spec.arch, "kernel": card.name, "baseline": configs[0],
+                         "candidate": configs[1], "configs": configs, "results": [r.as_dict() for r in results]})
+
+
+RESERVED_NOTE = ("static (B): the kernel's own static shared memory. cuobjdump can show {reserved:,} B more "
+                 "(SHARED:{reserved} for a kernel with none on {spec}): that is the window the driver reserves in "
+                 "every block, not the kernel's; it is left out here and counted once, by the occupancy rules "
+                 "(+{reserved:,} B per block)")
+STATUS_NOTE = ("status: ok; spills (fits, but registers spill to local memory); over limit (shared memory "
+               "above the per-block opt-in limit); no block fits (registers or threads); or the compiler's "
+               "failure status (message says why)")
+
+
+def _config_dict(ev: E.Evidence) -> dict:
+    """The typed object of one compiled config (JSON ``configs``): its numbers and the compiler's."""
+    res = ev.result
+    return {**ev.as_dict(), "local_bytes": getattr(res, "local_bytes", None),
+            "compile_status": getattr(res, "status", None), "message": getattr(res, "message", "") or ev.reason}
 
 
 def _value(ev: E.Evidence, key: str):
@@ -137,8 +158,9 @@ def _value(ev: E.Evidence, key: str):
     return getattr(ev, key)
 
 
-def _status(res) -> str:
-    return "ok" if res.ok else f"{res.status}: {res.message}"
+def _status(ev: E.Evidence) -> str:
+    res = ev.result
+    return ev.outcome if res.ok else f"{res.status}: {res.message}"
 
 
 def _premise(card, spec, acts, carveout) -> Section:
@@ -219,7 +241,7 @@ def _sweep(args, spec, card, carveout) -> Report:
         row.update(shared=ev.shared, static=ev.static_shared, regs=ev.regs, spills=ev.spills,
                    blocks_per_sm=ev.blocks_per_sm, warps_per_sm=ev.warps_per_sm,
                    occupancy=round(ev.occupancy.occupancy, 4) if ev.occupancy else None,
-                   limiter=ev.limiter, status=res.status, message=res.message or ev.reason)
+                   limiter=ev.limiter, status=ev.outcome, message=res.message or ev.reason)
         if args.pipeline and ev.pipeline is not None:
             row["pipelined"] = "; ".join(
                 f"loop {i} ({lp.where or '?'}): " + (", ".join(
@@ -228,8 +250,8 @@ def _sweep(args, spec, card, carveout) -> Report:
                 for i, lp in enumerate(ev.pipeline.loops)) or "no loop"
         rows.append(row)
     cols = [(k, k) for k in keys] + [
-        ("shared", "shared (B)"), ("static", "of which static"), ("regs", "regs"), ("spills", "spills"),
-        ("blocks_per_sm", "blocks/SM"), ("warps_per_sm", "warps/SM"), ("occupancy", "occupancy"),
+        ("shared", "shared (B)"), ("static", "of which static (B)"), ("regs", "regs/thread"),
+        ("spills", "spills (regs)"), ("blocks_per_sm", "blocks/SM"), ("warps_per_sm", "warps/SM"), ("occupancy", "occupancy"),
         ("limiter", "limiter"), ("status", "status")] + (
         [("pipelined", "loops: loads (ring depth)")] if args.pipeline else []) + [("message", "message")]
     ok = [r for r in results if r.ok]
@@ -243,6 +265,9 @@ def _sweep(args, spec, card, carveout) -> Report:
         f"carveout {'driver default' if carveout is None else f'{carveout}%'}"]
     title = f"{card.name} on {spec.name} (compiled for {spec.arch}): {len(rows)} config(s)"
     notes = [f"fixed: {', '.join(f'{k}={plain(cfgs[0][k])}' for k in fixed)}"] if fixed else []
+    if spec.sm.reserved_shared_memory_per_block:
+        notes.append(RESERVED_NOTE.format(reserved=spec.sm.reserved_shared_memory_per_block, spec=spec.name))
+    notes.append(STATUS_NOTE)
     failed = sum(not r.ok for r in results)
     if failed:
         notes.append(f"{failed} config(s) failed to compile: their status and message are in the row")
@@ -251,4 +276,4 @@ def _sweep(args, spec, card, carveout) -> Report:
         sections += _pipeline_sections(card, cfgs[:1], [evs[0].pipeline], ("config",))
     return Report("compile", sections, assumptions,
                   extra={"spec": spec.name, "arch": spec.arch, "kernel": card.name, "source": E.COMPILED,
-                         "results": [r.as_dict() for r in results]})
+                         "configs": [_config_dict(ev) for ev in evs], "results": [r.as_dict() for r in results]})

@@ -88,7 +88,7 @@ def run(args) -> Report:
     sample = [cfgs[i] for i in sorted(sampled)]
     held = [c for i, c in enumerate(cfgs) if i not in sampled]
     h_res = E.compile_results([job(c) for c in held])
-    rows, err = [], {"shared": ([], []), "regs": ([], [])}
+    rows, held_out, err = [], [], {"shared": ([], []), "regs": ([], [])}
     compiled = 0
     for cfg, res in zip(held, h_res):
         row = {k: cfg[k] for k in swept}
@@ -105,6 +105,10 @@ def run(args) -> Report:
         row["status"] = res.status if res.ok else f"{res.status}: {res.message}"
         row["why"] = dm.why_not(cfg) if row["shared_pred"] is None else ""
         rows.append(row)
+        held_out.append({"config": dict(cfg), "status": res.status, "message": res.message,
+                         "predicted": {"shared": row["shared_pred"], "regs": row["regs_pred"]},
+                         "shared": res.total_shared if res.ok else None, "regs": res.n_regs if res.ok else None,
+                         "spills": res.n_spills if res.ok else None, "why": row["why"]})
     summ = {t: summary(*err[t], total=compiled) for t in err}
     base = dm.sample[0].cfg
     buffers = [{"buffer": name, "bytes": b, "expression": expr} for name, expr, b in dm.buffers_at(base)]
@@ -129,9 +133,9 @@ def run(args) -> Report:
                 [("quantity", "quantity"), ("exact", "exact"), ("answered", "answered"),
                  ("median", "median abs error"), ("worst", "worst abs error"), ("worst_rel", "worst relative")],
                 err_rows, ["a refused shared-memory prediction (no answer, reason in the row) counts as not exact"])]
-    cols = [(k, k) for k in swept] + [("shared_pred", "shared pred"), ("shared", "shared actual"),
-                                      ("shared_err", "error"), ("regs_pred", "regs pred"), ("regs", "regs actual"),
-                                      ("regs_err", "error"), ("status", "status"), ("why", "not covered because")]
+    cols = [(k, k) for k in swept] + [("shared_pred", "shared pred (B)"), ("shared", "shared actual (B)"),
+                                      ("shared_err", "error (B)"), ("regs_pred", "regs/thread pred"), ("regs", "regs/thread actual"),
+                                      ("regs_err", "error (regs)"), ("status", "status"), ("why", "not covered because")]
     sections.append(Section("Held-out configs", cols, rows))
     ok = [r for r in h_res if r.ok]
     assumptions = [f"triton {h_res[0].triton_version if h_res else '?'}, ptxas "
@@ -144,4 +148,4 @@ def run(args) -> Report:
         "spec": spec.name, "arch": spec.arch, "kernel": fn.name,
         "fit": {"shared": {"expression": dm.expression("shared"), "structural": [list(s) for s in dm.structural]},
                 "regs": {"expression": dm.expression("regs")}},
-        "buffers": buffers, "held_out": summ, "sample": sample, "sample_fraction": round(dm.fraction, 4)})
+        "buffers": buffers, "held_out": summ, "sample": sample, "sample_fraction": round(dm.fraction, 4), "configs": held_out})

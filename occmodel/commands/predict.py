@@ -9,7 +9,7 @@ import argparse
 from .. import evidence as E
 from ..model import expressions, largest_fitting, memo
 from ..errors import ConfigError
-from ..report import Report, Section
+from ..report import Report, Section, fmt_occupancy
 from ..spec import load_spec
 from . import _configs
 
@@ -23,7 +23,7 @@ def add_parser(subs, common) -> None:
                     "would test. A card's hand model answers without compiling; a bare @triton.jit kernel (no "
                     "card) is compiled for the spec's arch (exact, cached). No GPU.",
         epilog="examples:\n"
-               "  occmodel predict --warps 8 --stages 3          # the seed's levers, decode_attention on sm_120\n"
+               "  occmodel predict --warps 8 --stages 3          # two levers of a decode-attention kernel on sm_120\n"
                "  occmodel predict --stages 3 -D BLOCK_T=32 --spec sm_90\n"
                "  occmodel predict --kernel matmul --warps 8 --format markdown\n"
                "  occmodel predict --kernel examples/flash_attention.py:_attn_fwd --args "
@@ -38,7 +38,7 @@ def _metric_rows(spec, base: E.Evidence, cand: E.Evidence) -> list[dict]:
     compiled = base.source == E.COMPILED
 
     def pct(ev):
-        return f"{100 * ev.occupancy.occupancy:.1f}%" if ev.occupancy else None
+        return fmt_occupancy(ev.occupancy.occupancy) if ev.occupancy else None
 
     def change(a, b):
         if a == b:
@@ -126,8 +126,8 @@ def run(args) -> Report:
                               ("change", "change")], _metric_rows(spec, base, cand),
                       [f"baseline: {cfg_note}", f"numbers from: {base.source}"])
     sections = [metrics, premise_section(prems)]
-    extra = {"spec": spec.name, "kernel": card.name, "source": base.source, "baseline": base_cfg,
-             "candidate": cand_cfg, "premises": [p.as_dict() for p in prems]}
+    extra = {"spec": spec.name, "kernel": card.name, "source": base.source, "baseline": base.as_dict(),
+             "candidate": cand.as_dict(), "premises": [p.as_dict() for p in prems]}
     if compiled:
         res = base.result
         assumptions = [

@@ -41,7 +41,15 @@ def run(args) -> Report | None:
             ("registers_per_sm", "regs/SM"), ("shared_memory_per_sm", "shared/SM (B)"),
             ("shared_memory_per_block_optin", "shared/block opt-in (B)"), ("products", "products")]
     return Report("specs", [Section("Hardware specs shipped with occmodel", cols, rows,
-                                    ["`occmodel specs show NAME` lists every limit and its source"])])
+                                    ["`occmodel specs show NAME` lists every limit and its source"])],
+                  extra={"specs": [_spec_dict(load_spec(name)) for name in known_specs()]})
+
+
+def _spec_dict(spec) -> dict:
+    """One spec, typed, for JSON: name, compute capability [major, minor], every sm.* limit, products."""
+    sm = {k: list(v) if isinstance(v, tuple) else v for k, v in vars(spec.sm).items()}
+    return {"name": spec.name, "compute_capability": list(spec.compute_capability), "arch": spec.arch,
+            "description": spec.description, "sm": sm, "products": [vars(p).copy() for p in spec.products]}
 
 
 def _show(spec) -> Report:
@@ -55,7 +63,8 @@ def _show(spec) -> Report:
     return Report("specs", [
         Section(f"{spec.name}: {spec.description}", [("field", "field"), ("value", "value")], limits,
                 [f"from {spec.path}"]),
-        Section("Products (datasheet figures; leads, not measurements)", pcols, products)])
+        Section("Products (datasheet figures; leads, not measurements)", pcols, products)],
+        extra={"spec": _spec_dict(spec)})
 
 
 def _detect(args) -> Report | None:

@@ -54,12 +54,13 @@ def run(args) -> Report:
     evs = iter(E.gather(card, spec, good, carveout=carveout, derive=args.derive))
     compiled = None
     limit = spec.sm.shared_memory_per_block_optin
-    rows, valid = [], []
+    rows, valid, configs = [], [], []
     for asked, cfg, error in entries:
         row = {k: plain(asked[k]) for k in swept}
         if cfg is None:
             row.update(status="invalid", why=error)
             rows.append(row)
+            configs.append({"config": {k: plain(v) for k, v in asked.items()}, "status": "invalid", "why": error})
             continue
         ev = next(evs)
         compiled = ev.source in (E.COMPILED, E.DERIVED)
@@ -69,18 +70,18 @@ def run(args) -> Report:
                    source=ev.source)
         if compiled:
             row["spills"] = ev.spills
-        if ev.status != "ok":
-            row.update(status=ev.status, why=ev.message)
-        elif ev.fits:
-            row.update(status="fits", why="")
-        else:
-            row.update(status="does not fit",
-                       why=_why(spec, ev.shared, ev.regs_estimate or ev.regs, 32 * cfg["num_warps"]))
+        status, why = ev.outcome, ev.message
+        if ev.status == "ok":
+            why = "" if ev.fits else _why(spec, ev.shared, ev.regs_estimate or ev.regs, 32 * cfg["num_warps"])
+            if status == "spills" and not compiled:
+                why = f"estimate {ev.regs_estimate} registers > 255: ptxas would spill"
+        row.update(status=status, why=why)
         rows.append(row)
-        valid.append((row, cfg))
+        configs.append({**ev.as_dict(), "status": status, "why": why})
+        valid.append((row, cfg, configs[-1]))
     columns = [(k, k) for k in swept] + [
-        ("shared", "shared (B)"), ("regs", "regs" if compiled else "regs (est.)")] + (
-        [("spills", "spills")] if compiled else []) + [
+        ("shared", "shared (B)"), ("regs", "regs/thread" if compiled else "regs/thread (est.)")] + (
+        [("spills", "spills (regs)")] if compiled else []) + [
         ("blocks_per_sm", "blocks/SM"), ("warps_per_sm", "warps/SM"), ("occupancy", "occupancy"),
         ("limiter", "limiter"), ("source", "source"), ("status", "status"), ("why", "why")]
     if args.compiled and not compiled:
@@ -97,21 +98,23 @@ def run(args) -> Report:
                    f"launch specialization: {card.specialization or 'as the card signature states'}",
                    f"shared and regs: {src}"]
     return Report("table", [Section(f"{card.name} on {spec.name}: {len(rows)} configs", columns, rows, notes)],
-                  assumptions, extra={"spec": spec.name, "kernel": card.name})
+                  assumptions, extra={"spec": spec.name, "kernel": card.name, "configs": configs})
 
 
-COMPILED_COLUMNS = [("c_shared", "actual shared (B)"), ("c_regs", "n_regs"), ("c_spills", "n_spills"),
-                    ("c_blocks", "actual blocks/SM"), ("c_occupancy", "actual occupancy"), ("c_status", "compile")]
+COMPILED_COLUMNS = [("c_shared", "actual shared (B)"), ("c_regs", "actual regs/thread"),
+                    ("c_spills", "actual spills (regs)"), ("c_blocks", "actual blocks/SM"),
+                    ("c_occupancy", "actual occupancy"), ("c_status", "compile")]
 
 
 def _compiled_columns(card, spec, valid, carveout) -> list[tuple[str, str]]:
     """Compile every valid row for spec.arch and add the actual columns to it."""
-    evs = E.compiled(card, spec, [cfg for _, cfg in valid], carveout)
-    for (row, _), ev in zip(valid, evs):
+    evs = E.compiled(card, spec, [cfg for _, cfg, _ in valid], carveout)
+    for (row, _, obj), ev in zip(valid, evs):
         res = ev.result
         row.update(c_shared=ev.shared, c_regs=ev.regs, c_spills=ev.spills, c_blocks=ev.blocks_per_sm,
                    c_occupancy=round(ev.occupancy.occupancy, 4) if ev.occupancy else None,
-                   c_status=res.status if res.ok else f"{res.status}: {res.message}")
+                   c_status=ev.outcome if res.ok else f"{res.status}: {res.message}")
+        obj["compiled"] = ev.as_dict()
     return list(COMPILED_COLUMNS)
 
 

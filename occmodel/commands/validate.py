@@ -28,7 +28,7 @@ def add_parser(subs, common) -> None:
                     "rounds split into independent blocks (fresh inputs and graphs each) with the L2 flushed, "
                     "measure the A/A noise band, and give a verdict: CONFIRMED (gain beyond "
                     "the band), REFUTED (loss beyond it, or the mechanism did not happen) or INCONCLUSIVE.",
-        epilog="example (the seed's experiment):\n"
+        epilog="example (two levers of the decode-attention kernel, timed on a GPU):\n"
                "  occmodel validate --kernel decode_attention --spec sm_90 \\\n"
                "      --baseline BLOCK_T=16,num_warps=4,num_stages=2 \\\n"
                "      --candidate num_warps=8 --candidate num_stages=3 --points C=1,8,48,64,96 -D ctx=8192\n"
@@ -115,10 +115,11 @@ def _static_section(plan: V.Plan) -> Section:
                      "pred_regs": m.regs_estimate if m else None, "pred_warps_per_sm": m.warps_per_sm if m else None,
                      "shared": c.shared if c else None, "n_regs": c.regs if c else None,
                      "n_spills": c.spills if c else None, "warps_per_sm": c.warps_per_sm if c else None,
-                     "compile": (c.status if c.status == "ok" else f"{c.status}: {c.message}") if c else "not compiled"})
-    cols = [("config", "config"), ("pred_shared", "shared (pred.)"), ("pred_regs", "regs (pred.)"),
-            ("pred_warps_per_sm", "warps/SM (pred.)"), ("shared", f"shared ({plan.spec.arch})"),
-            ("n_regs", "regs"), ("n_spills", "spills"), ("warps_per_sm", "warps/SM"), ("compile", "compile")]
+                     "compile": (c.outcome if c.status == "ok" else f"{c.status}: {c.message}") if c else "not compiled"})
+    cols = [("config", "config"), ("pred_shared", "shared (B, pred.)"), ("pred_regs", "regs/thread (pred.)"),
+            ("pred_warps_per_sm", "warps/SM (pred.)"), ("shared", f"shared (B, {plan.spec.arch})"),
+            ("n_regs", "regs/thread"), ("n_spills", "spills (regs)"), ("warps_per_sm", "warps/SM"),
+            ("compile", "compile")]
     versions = {f"triton {r.compiled.result.triton_version}, ptxas {r.compiled.result.ptxas_version}"
                 for r in plan.static if r.compiled is not None and r.compiled.result is not None
                 and r.compiled.result.ok}
@@ -171,7 +172,15 @@ def plan_report(plan: V.Plan) -> Report:
     what = _what_section(plan, "Plan (dry run: nothing was timed)",
                          [{"item": "estimated device time", "value": f"{plan.est_device_s:.0f} s"}])
     return Report("validate", [what, _static_section(plan), _premise_section(plan)],
-                  [f"spec {plan.spec.name}; estimate from the roofline of {plan.spec.product().name}"])
+                  [f"spec {plan.spec.name}; estimate from the roofline of {plan.spec.product().name}"],
+                  extra={"configs": static_configs(plan), "premises": [p.as_dict() for p in plan.premises]})
+
+
+def static_configs(plan: V.Plan) -> list[dict]:
+    """JSON ``configs``: per timed config (baseline first), its name, config and the predicted
+    and compiled numbers (occmodel.evidence.Evidence.as_dict; null when not computed)."""
+    return [{"name": r.name, "config": dict(r.config), "predicted": r.model.as_dict() if r.model else None,
+             "compiled": r.compiled.as_dict() if r.compiled else None} for r in plan.static]
 
 
 def _bandwidth(nbytes: float | None, seconds: float, copy_bw: float, peak: float, product: str) -> str:
@@ -257,7 +266,7 @@ def result_report(res: V.Result, args) -> Report:
                    "not happen statically keeps REFUTED, the measured outcome beside it"]
     return Report("validate", sections, assumptions,
                   extra={"overall": res.overall, "overall_detail": res.overall_detail,
-                         "premises": [p.as_dict() for p in plan.premises],
+                         "premises": [p.as_dict() for p in plan.premises], "configs": static_configs(plan),
                          "blocks": plan.blocks, "rounds": plan.rounds, "device_seconds": res.device_seconds,
                          "copy_bandwidth": res.copy_bandwidth, "env": env,
                          "points": [{"point": pr.point, "correctness": pr.correctness,
