@@ -49,7 +49,7 @@ def test_the_doc_covers_every_cli_command():
             "source", "status", "why"} <= CONFIG_KEYS
 
 
-FIT_KEYS = {"config", "status", "message", "predicted", "shared", "regs", "spills"}
+FIT_KEYS = {"config", "status", "message", "predicted", "shared", "regs", "spills", "why"}
 
 
 def _config_objects(doc: dict) -> list[dict]:
