@@ -32,7 +32,7 @@ from typing import Any, Sequence
 
 from .card import Config, KernelCard
 from .errors import CompileError, ConfigError
-from .occupancy import LIMITERS, Occupancy, occupancy
+from .occupancy import Occupancy, occupancy
 from .spec import HardwareSpec
 
 COMPILED, CARD_MODEL, DERIVED = "compiled", "card model", "derived"
@@ -236,10 +236,6 @@ def gather(kernel: KernelCard, spec: HardwareSpec, cfgs: Sequence[Config], *, co
     if compile:
         return compiled(kernel, spec, cfgs, carveout, progress)
     return modelled(kernel, spec, cfgs, carveout)
-
-
-def limiter_name(index: int) -> str:
-    return LIMITERS[index]
 
 
 # ----------------------------------------------------------------- premises

@@ -69,12 +69,6 @@ def save(fig, out: str | Path) -> Path:
     return path
 
 
-    try:
-        atomic_write(path, data)
-    except OSError as exc:
-        raise OccmodelError(f"cannot write {what} {str(path)!r}: {exc.strerror or type(exc).__name__}") from None
-
-
 # ------------------------------------------------------------- the calculator
 def occupancy_curves(spec: HardwareSpec | str, threads: int, regs: int, smem: int,
                      carveout: int | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:

@@ -42,7 +42,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Mapping, Sequence
 
 from .calibrate import Calibration
-from .card import Config, KernelCard, Secondary
+from .card import Config, KernelCard, Secondary  # noqa: F401  (Secondary: re-exported for rank users)
 from .errors import ConfigError
 from .spec import HardwareSpec
 

@@ -11,7 +11,6 @@ from types import SimpleNamespace
 from .. import calibrate as C
 from .. import rank as R
 from .. import evidence as E
-from ..configs import plain
 from ..errors import ConfigError
 from ..report import Report, Section
 from ..spec import load_spec
