@@ -262,6 +262,33 @@ def ranks(values: Sequence[float]) -> list[float]:
     return out
 
 
+def standing(values: Sequence[float], rel: float = 1e-9) -> list[int]:
+    """Competition ranks of `values` (smallest first): equal values (within `rel`) share the rank of
+    the first of them, the next distinct value skips past them (1, 1, 1, 4, ...). inf ranks last."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    out = [0] * len(values)
+    for pos, i in enumerate(order):
+        prev = order[pos - 1] if pos else None
+        same = prev is not None and (values[i] == values[prev] or (
+            math.isfinite(values[i]) and abs(values[i] - values[prev]) <= rel * abs(values[prev])))
+        out[i] = out[prev] if same else pos + 1
+    return out
+
+
+def tie_note(values: Sequence[float], k: int) -> str:
+    """'' or how ties cross the top-k cut, e.g. '3-way tie at #1' or 'the #5 place is a 4-way tie: 2 of
+    them are past the top 5' (the estimate cannot order them: measure them all)."""
+    st = standing(values)
+    order = sorted(range(len(values)), key=lambda i: (st[i], i))
+    notes = []
+    for r in sorted({st[i] for i in order[:k]}):
+        n = st.count(r)
+        if n > 1:
+            inside = sum(1 for i in order[:k] if st[i] == r)
+            notes.append(f"{n}-way tie at #{r}" + (f" ({n - inside} of them past the top {k})" if inside < n else ""))
+    return "; ".join(notes)
+
+
 def spearman(a: Sequence[float], b: Sequence[float]) -> float:
     """Spearman's rank correlation (Pearson on tie-averaged ranks); nan if < 2 values or constant."""
     if len(a) != len(b):

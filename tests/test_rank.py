@@ -181,7 +181,11 @@ def test_rank_cli_small_sweep():
     doc = json.loads(proc.stdout)
     assert doc["command"] == "rank"
     agg = doc["sections"][0]
-    assert len(agg["rows"]) == 4 and [r["rank"] for r in agg["rows"]] == [1, 2, 3, 4]
+    ranks = [r["rank"] for r in agg["rows"]]
+    assert len(ranks) == 4 and ranks == sorted(ranks) and ranks[0] == 1
+    # configs the estimate cannot order share a rank, and --top says so instead of listing them as "the best 2"
+    tied = sum(r == 1 for r in ranks)
+    assert (doc["ties"] == f"{tied}-way tie at #1 ({tied - 2} of them past the top 2)") if tied > 2 else True
     assert len(doc["sections"]) == 1 + 2 + 1            # aggregate, two points, top-K
     top = doc["sections"][-1]["rows"]
     assert top[0]["text"].count("--candidate ") == 2 and top[1]["text"].startswith("[{")
@@ -234,3 +238,12 @@ def test_sweep_without_gpu_exits_2(tmp_path):
     except ImportError:
         pass
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_ties_are_shown_as_ties():
+    # three configs with one estimate share #1, the next is #4 (competition ranking)
+    assert R.standing([2.0, 1.0, 1.0, 1.0, math.inf]) == [4, 1, 1, 1, 5]
+    assert R.tie_note([2.0, 1.0, 1.0, 1.0], 3) == "3-way tie at #1"
+    # a tie that crosses the cut is said, with how many are left out
+    assert R.tie_note([1.0, 2.0, 2.0, 2.0], 2) == "3-way tie at #2 (2 of them past the top 2)"
+    assert R.tie_note([1.0, 2.0, 3.0], 3) == ""

@@ -88,18 +88,20 @@ def run(args) -> Report:
     labels = [_label(p, varying) for p in points]
     score = R.aggregate_rank([[e.total_s for e in row] for row in est])
     order = sorted(range(len(cfgs)), key=lambda i: score[i])
+    standing = R.standing(score)
     cfg_cols = [(k, k) for k in swept]
 
     agg_rows = []
-    for r, i in enumerate(order, 1):
-        row = {"rank": r, **{k: cfgs[i][k] for k in swept}, "score": round(score[i], 3) if math.isfinite(score[i]) else None,
+    for i in order:
+        row = {"rank": standing[i], **{k: cfgs[i][k] for k in swept}, "score": round(score[i], 3) if math.isfinite(score[i]) else None,
                "blocks_per_sm": est[i][0].blocks_per_sm}
         row.update({f"t{j}": _us(e.total_s) for j, e in enumerate(est[i])})
         agg_rows.append(row)
     agg = Section(f"{card.name} on {spec.name}: {len(cfgs)} configs ranked over {len(points)} point(s)",
                   [("rank", "rank"), *cfg_cols, ("score", "score"), ("blocks_per_sm", "blocks/SM"),
                    *[(f"t{j}", f"est us {lab}") for j, lab in enumerate(labels)]], agg_rows,
-                  ["score: geometric mean over points of estimate / best estimate (1 = best everywhere)"]
+                  ["score: geometric mean over points of estimate / best estimate (1 = best everywhere); equal "
+                   "scores share a rank (a tie: the estimate cannot order them)"]
                   + [f"skipped {a}: {e}" for a, e in skipped])
     sections = [agg]
     term_cols = [("rank", "rank"), *cfg_cols, ("total_us", "est us"), ("bound", "bound"), ("grid", "grid"),
@@ -110,11 +112,13 @@ def run(args) -> Report:
                  ("tail_us", "tail wave us"), ("secondary_us", "secondary us"), ("spill_us", "spill us"),
                  ("launch_us", "launch us")]
     for j, lab in enumerate(labels):
-        col = sorted(range(len(cfgs)), key=lambda i: est[i][j].total_s)
+        totals = [est[i][j].total_s for i in range(len(cfgs))]
+        col = sorted(range(len(cfgs)), key=lambda i: totals[i])
+        point_standing = R.standing(totals)
         rows = []
-        for r, i in enumerate(col, 1):
+        for i in col:
             e = est[i][j]
-            rows.append({"rank": r, **{k: cfgs[i][k] for k in swept}, "total_us": _us(e.total_s), "bound": e.bound,
+            rows.append({"rank": point_standing[i], **{k: cfgs[i][k] for k in swept}, "total_us": _us(e.total_s), "bound": e.bound,
                          "grid": e.grid, "blocks_per_sm": e.blocks_per_sm, "waves": e.waves,
                          "iterations": e.iterations, "tiles_in_flight": e.tiles_in_flight,
                          "shared_kb": round(e.shared_per_iter / 1024, 1) if e.shared_per_iter else None,
@@ -128,9 +132,12 @@ def run(args) -> Report:
         top = [cfgs[i] for i in order[:args.top] if math.isfinite(score[i])]
         flags = " ".join("--candidate " + ",".join(f"{k}={c[k]}" for k in swept) for c in top)
         pylist = "[" + ", ".join("{" + ", ".join(f"{k!r}: {c[k]!r}" for k in swept) + "}" for c in top) + "]"
+        ties = R.tie_note(score, args.top)
         sections.append(Section(f"Top {len(top)} for validate / the autotune pruner",
                                 [("form", "form"), ("text", "text")],
-                                [{"form": "validate flags", "text": flags}, {"form": "python list", "text": pylist}]))
+                                [{"form": "validate flags", "text": flags}, {"form": "python list", "text": pylist}],
+                                [f"ties: {ties} — the estimate cannot order tied configs; measure them all"]
+                                if ties else []))
     src = ("compiled (n_regs, total_shared, n_spills; the TTGIR's ring depth, tile bytes and dot warp layouts)"
            if compiled else "the card's model (no compile: spills and shared-memory operand reads unknown, "
                                  "term (d) is 0; pass --compiled)")
@@ -142,6 +149,7 @@ def run(args) -> Report:
                    "the estimate ranks configs; it is not a time to quote (see rank.py for the formula)"]
     return Report("rank", sections, assumptions,
                   extra={"spec": spec.name, "kernel": card.name, "points": points,
+                         "ties": R.tie_note(score, args.top) if args.top else "",
                          "top": top, "estimates": [[_finite(e.as_dict()) for e in row] for row in est]})
 
 
