@@ -293,7 +293,8 @@ def judge_lever(base_ev, cand_ev, param: str) -> Premise:
     if rule is None:
         return Premise(name, (param,), f"{name}: no premise rule for {param}", MECHANISM_UNCHECKED,
                        f"unchecked: no rule for {param} (occmodel has rules for num_warps, num_stages and BLOCK_* "
-                       "tile sizes); only a measurement can judge it", *_also(base_ev, cand_ev, ()), config=c)
+                       "tile sizes); only a measurement can judge it", tuple(_changes(base_ev, cand_ev, ())[0]),
+                       config=c)
     claim = rule.claim(name)
     for who, ev in (("baseline", base_ev), ("candidate", cand_ev)):
         if ev.status != "ok" or ev.occupancy is None:
@@ -310,10 +311,11 @@ def judge_lever(base_ev, cand_ev, param: str) -> Premise:
     return Premise(name, (param,), claim, mech, evidence + tail, tuple(ch), note, config=c, major=tuple(major))
 
 
-def _also(base_ev, cand_ev, own) -> tuple:
+def _changes(base_ev, cand_ev, own) -> tuple[list[str], list[str]]:
+    """also_changed when both configs have evidence, else nothing to compare."""
     if getattr(base_ev, "occupancy", None) is None or getattr(cand_ev, "occupancy", None) is None:
-        return ()
-    return (tuple(also_changed(base_ev, cand_ev, own)[0]),)
+        return [], []
+    return also_changed(base_ev, cand_ev, own)
 
 
 def judge(base_ev, cand_ev) -> Premise:
@@ -341,7 +343,7 @@ def judge(base_ev, cand_ev) -> Premise:
     else:
         mech = MECHANISM_UNCHECKED
     evidence = "; ".join(f"{p}: {pr.mechanism} ({pr.evidence.split(';')[0]})" for p, pr in parts)
-    ch, major = also_changed(base_ev, cand_ev, ()) if base_ev.occupancy and cand_ev.occupancy else ([], [])
+    ch, major = _changes(base_ev, cand_ev, ())
     return Premise(name, tuple(names), f"{name} together: throughput rises", mech, evidence, tuple(ch),
                    config=cand_ev.config, major=tuple(major))
 
