@@ -304,7 +304,7 @@ def bare_kernel(fn, *, signature: str | Mapping[str, str] | None = None, args: C
     if points:
         keys = list(dict.fromkeys(k for p in points for k in p))
         workload = tuple(Param(k, points[0].get(k), "workload parameter (from the launcher's POINTS)",
-                               minimum=-2**63, tunable=False) for k in keys)
+                               minimum=-2**63, maximum=2**63 - 1, tunable=False) for k in keys)
     baseline = {"num_warps": 4, "num_stages": 3}
     if launcher is not None and launcher.baseline:
         baseline.update(launcher.baseline)

@@ -50,6 +50,7 @@ class Param:
     doc: str
     choices: tuple | None = None
     minimum: int = 1
+    maximum: int = 2**31 - 1         # launch values and constexprs are 32-bit for Triton (and the model's arrays)
     power_of_two: bool = False
     tunable: bool = True
 
@@ -71,6 +72,8 @@ class Param:
         if not isinstance(value, str):
             if value < self.minimum:
                 raise ConfigError(f"{self.name}={value} is too small; allowed >= {self.minimum}")
+            if value > self.maximum:
+                raise ConfigError(f"{self.name}={value} is too large; allowed <= {self.maximum:,}")
             if self.power_of_two and value & (value - 1):
                 raise ConfigError(f"{self.name}={value} is not a power of two")
         return value
