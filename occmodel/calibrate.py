@@ -12,6 +12,10 @@ A calibration is six numbers and where they came from::
     shared_bandwidth_gbs  shared-memory bandwidth of all SMs, GB/s: 128 B per clock per SM
                       (32 banks x 4 B) x SMs x the max SM clock (read from the device when
                       measured, the product's boost clock on the datasheet)
+    latency_curve     optional: the loaded DRAM latency as a curve of load, pairs (bytes in
+                      flight per SM, latency ns) from the same probe at 4 KB .. 256 KB per SM;
+                      rank reads it at each config's own load (:func:`latency_at`) instead of
+                      the single figure, which depends on where a threshold falls
 
 They are written as YAML beside the spec, by default
 ``~/.cache/occmodel/calibration/<spec>-<gpu>.yaml`` (``$OCCMODEL_CACHE_DIR`` replaces
@@ -59,16 +63,39 @@ class Calibration:
     source: str                  # "measured on ..." or "datasheet: ..."
     l2_latency_ns: float = DEFAULT_L2_LATENCY_NS
     shared_bandwidth_gbs: float = 0.0      # 0: derive from sms x 128 B x DEFAULT_CLOCK_MHZ (see __post_init__)
+    latency_curve: tuple[tuple[float, float], ...] = ()    # (bytes in flight per SM, ns), ascending; () none
 
     def __post_init__(self):
         if not self.shared_bandwidth_gbs:
             object.__setattr__(self, "shared_bandwidth_gbs", shared_bandwidth_gbs(self.sms, DEFAULT_CLOCK_MHZ))
+        object.__setattr__(self, "latency_curve", tuple(sorted((float(q), float(ns)) for q, ns in self.latency_curve)))
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        d["latency_curve"] = [[q, ns] for q, ns in self.latency_curve]
+        return d
 
 
-OPTIONAL_FIELDS = ("l2_latency_ns", "shared_bandwidth_gbs")
+OPTIONAL_FIELDS = ("l2_latency_ns", "shared_bandwidth_gbs", "latency_curve")
+
+
+def latency_at(cal: Calibration, in_flight_per_sm: float) -> float:
+    """Loaded DRAM latency (ns) at `in_flight_per_sm` bytes in flight per SM: the calibration's
+    curve, linear between its probes; below the lightest probe its latency; above the heaviest,
+    the heaviest probe's latency grown by Little's law at that probe's bandwidth (in flight /
+    bandwidth: more bytes queued behind the same throughput). The single ``latency_ns`` when
+    the calibration has no curve (datasheet figures, older files)."""
+    curve = cal.latency_curve
+    if not curve:
+        return cal.latency_ns
+    q = max(0.0, float(in_flight_per_sm))
+    if q <= curve[0][0]:
+        return curve[0][1]
+    for (q0, l0), (q1, l1) in zip(curve, curve[1:]):
+        if q <= q1:
+            return l0 + (l1 - l0) * (q - q0) / (q1 - q0) if q1 > q0 else l1
+    q_last, l_last = curve[-1]
+    return l_last * q / q_last
 
 
 def shared_bandwidth_gbs(sms: int, clock_mhz: float) -> float:
@@ -117,7 +144,8 @@ def save(cal: Calibration, path: Path) -> Path:
 
 # what a GPU can plausibly have: bounds that catch typos and units mix-ups, not real hardware
 _LIMITS = {"sms": (1, 10_000), "bandwidth_gbs": (1.0, 1e6), "latency_ns": (1.0, 1e6), "launch_us": (0.01, 1e5),
-           "l2_bandwidth_gbs": (1.0, 1e7), "l2_latency_ns": (1.0, 1e6), "shared_bandwidth_gbs": (1.0, 1e8)}
+           "l2_bandwidth_gbs": (1.0, 1e7), "l2_latency_ns": (1.0, 1e6), "shared_bandwidth_gbs": (1.0, 1e8),
+           "curve_bytes": (1.0, 1e9)}
 
 
 def _check_value(name: str, kind: str, v: Any) -> str | None:
@@ -134,6 +162,19 @@ def _check_value(name: str, kind: str, v: Any) -> str | None:
     lo, hi = _LIMITS.get(name, (0.0, math.inf))
     if not lo <= v <= hi:
         return f"must be a positive number in {lo:g}..{hi:g}, got {v!r}"
+    return None
+
+
+def _check_curve(v: Any) -> str | None:
+    """Why `v` is not a latency curve (a list of [bytes in flight per SM, ns] pairs), or None."""
+    if not isinstance(v, list) or not all(isinstance(p, list) and len(p) == 2 for p in v):
+        return f"must be a list of [bytes in flight per SM, latency ns] pairs, got {v!r}"[:160]
+    for q, ns in v:
+        bad = _check_value("curve_bytes", "float", q) or _check_value("latency_ns", "float", ns)
+        if bad:
+            return f"pair [{q!r}, {ns!r}]: {bad}"[:160]
+    if len({float(q) for q, _ in v}) != len(v):
+        return "two pairs with the same bytes in flight"
     return None
 
 
@@ -165,6 +206,12 @@ def load(path: str | os.PathLike) -> Calibration:
             continue
         if v is None:
             errors.append(f"{f.name}: required field")
+        elif f.name == "latency_curve":
+            why = _check_curve(v)
+            if why:
+                errors.append(f"latency_curve: {why}")
+            else:
+                values[f.name] = tuple((float(q), float(ns)) for q, ns in v)
         elif f.type in ("float", "int") and _check_value(f.name, f.type, v):
             errors.append(f"{f.name}: {_check_value(f.name, f.type, v)}")
         elif f.type == "str" and not isinstance(v, (str, int, float)):

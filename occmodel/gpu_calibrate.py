@@ -7,9 +7,11 @@
   each CTA has exactly one tile in flight (in-order issue: the next load follows the
   add that waits for the previous one); Little's law read backwards gives
   latency = CTAs x tile bytes / measured bandwidth. Run at 1, 2, 4 and 8 CTAs per SM
-  (4 KB tiles); the figure is the latency at the heaviest load whose bandwidth stays
-  under 85 % of the copy bandwidth (still latency-bound: the latency a busy memory
-  system shows, which is what a loaded kernel waits).
+  (4 KB tiles), and at 16 / 8 / 16 CTAs per SM with 4 / 16 / 16 KB tiles: the latency
+  curve, latency against bytes in flight per SM (4 KB .. 256 KB), which rank reads at
+  each config's own load. The single figure ``latency_ns`` (for files and models without
+  the curve) is the latency at the heaviest 4 KB-tile load up to 8 CTAs/SM whose bandwidth
+  stays under 85 % of the copy bandwidth.
 * L2 latency: the same probe (one CTA per SM, one tile in flight) on the 16 MiB buffer.
 * shared-memory bandwidth: 128 B per clock per SM x SMs x the max SM clock nvidia-smi
   reports (not a benchmark; the clock from the spec's product when nvidia-smi is absent).
@@ -117,11 +119,12 @@ def measure(spec: HardwareSpec, quick: bool = False, progress=None) -> Calibrati
 
     say("loaded latency")
     big = torch.ones((256 if quick else 1024) * 2**18, dtype=torch.float32, device="cuda")
-    lats, probes = [], []
-    for per_sm in (1, 2, 4, 8):                      # 4 KB tiles, one in flight per CTA
-        lat, got = _latency(big, sms, per_sm, block=1024, total=2**24 if quick else 2**26)
-        probes.append(f"{per_sm}/SM: {lat * 1e9:.0f} ns at {got / 1e9:.0f} GB/s")
-        if got < 0.85 * bw:
+    lats, probes, curve = [], [], []
+    for per_sm, block in CURVE_PROBES:               # one tile in flight per CTA
+        lat, got = _latency(big, sms, per_sm, block=block, total=2**24 if quick else 2**26)
+        probes.append(f"{per_sm}/SM x {block * 4 // 1024} KB: {lat * 1e9:.0f} ns at {got / 1e9:.0f} GB/s")
+        curve.append((per_sm * block * 4, round(lat * 1e9, 1)))
+        if block == 1024 and per_sm <= 8 and got < 0.85 * bw:
             lats.append(lat)
     del big
     if not lats:
@@ -135,11 +138,17 @@ def measure(spec: HardwareSpec, quick: bool = False, progress=None) -> Calibrati
                        latency_ns=round(lats[-1] * 1e9, 1), launch_us=round(launch * 1e6, 3),
                        l2_bandwidth_gbs=round(l2 / 1e9, 1), l2_latency_ns=round(l2_lat * 1e9, 1),
                        shared_bandwidth_gbs=shared_bandwidth_gbs(sms, clock),
+                       latency_curve=tuple(sorted(curve)),
                        source=f"measured on {props.name} (cc {props.major}.{props.minor}, {sms} SMs) with "
                               f"torch {torch.__version__}, triton {triton.__version__}"
                               + f"; latency probes ({'; '.join(probes)}): the heaviest under 85% of copy; "
                               f"L2 latency {l2_lat * 1e9:.0f} ns; SM clock {clock:g} MHz"
                               + (" (--quick)" if quick else ""))
+
+
+# (CTAs per SM, fp32 elements per tile): bytes in flight per SM 4 KB .. 256 KB (the loads the
+# configs of real kernels keep in flight: a 4 KB row chunk on one CTA up to 16 CTAs of 16 KB tiles)
+CURVE_PROBES = ((1, 1024), (2, 1024), (4, 1024), (8, 1024), (16, 1024), (8, 4096), (16, 4096))
 
 
 def _latency(buf: torch.Tensor, sms: int, per_sm: int, block: int, total: int) -> tuple[float, float]:

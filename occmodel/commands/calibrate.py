@@ -45,6 +45,8 @@ def run(args) -> Report:
     sheet = C.datasheet(spec)
     rows = [{"figure": k, "measured": getattr(cal, k), "datasheet/default": getattr(sheet, k)}
             for k in ("sms", "bandwidth_gbs", "latency_ns", "launch_us", "l2_bandwidth_gbs")]
+    rows += [{"figure": f"latency_ns at {q / 1024:g} KB in flight per SM", "measured": ns,
+              "datasheet/default": sheet.latency_ns} for q, ns in cal.latency_curve]
     return Report("calibrate", [Section(f"Calibration of {cal.gpu} for {spec.name}",
                                         [("figure", "figure"), ("measured", "measured"),
                                          ("datasheet/default", "datasheet / default")], rows,
