@@ -272,6 +272,196 @@ def cmd_measure(args) -> int:
 
 
 # ------------------------------------------------------------------ evaluation (CPU)
+def point_kernel(name: str, point: dict):
+    """The kernel specialized as it is launched at `point` (a bare kernel's constexprs and
+    argument types come from the launcher's example_args at that point)."""
+    import dataclasses
+    from occmodel.launcher import load_launcher
+    from occmodel.source import load_source
+    entry = SWEEPS[name]
+    if "card" in entry:
+        return load_source(entry["card"])
+    path = str(ROOT / entry["file"])
+    launcher = dataclasses.replace(load_launcher(path), points=(dict(point),))
+    return load_source(f"{path}:_kernel", launcher=launcher)
+
+
+def measured_entries(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per kernel of a `measure` file: name, role, points, configs, median seconds (None: no time)."""
+    out = []
+    for k in doc["kernels"]:
+        if "error" in k:
+            continue
+        med = [[median(k["samples"][j][i]) if not k["errors"][j][i] and (k["checks"][j][i] or {}).get("ok", True)
+                else None for j in range(len(k["points"]))] for i in range(len(k["configs"]))]
+        spread = [[_spread(k["samples"][j][i]) for j in range(len(k["points"]))] for i in range(len(k["configs"]))]
+        out.append({"kernel": k["kernel"], "role": k["role"], "points": k["points"], "configs": k["configs"],
+                    "median_s": med, "spread": spread})
+    return out
+
+
+def legacy_entries(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """decode_attention and matmul from session 2's rank_sweep file (medians of 5 samples, us)."""
+    out = []
+    for k in doc["kernels"]:
+        cfgs = [dict((kv.split("=")[0], int(kv.split("=")[1])) for kv in row["config"].split(","))
+                for row in k["configs"]]
+        med = [[None if t is None else t * 1e-6 for t in row["measured_us"]] for row in k["configs"]]
+        out.append({"kernel": k["kernel"], "role": "development", "points": k["points"], "configs": cfgs,
+                    "median_s": med, "spread": [[None] * len(k["points"]) for _ in cfgs]})
+    return out
+
+
+def _spread(xs: list[float]) -> float | None:
+    """(max - min) / median of one config's samples at one point: its run-to-run noise."""
+    return (max(xs) - min(xs)) / statistics.median(xs) if len(xs) >= 2 else None
+
+
+def metrics(measured: list[float | None], estimated: list[float], k: int = 3, within: float = 0.03) -> dict:
+    """Over configs with a time and a finite estimate: Spearman; the measured best among the k
+    smallest estimates; the estimate's #1 within `within` of the measured best (a tie for #1 on
+    the estimate counts by its slowest member: the estimate could not choose); median
+    |estimate / measured - 1|."""
+    from occmodel import rank as R
+    idx = [i for i, (m, e) in enumerate(zip(measured, estimated)) if m is not None and math.isfinite(e)]
+    if len(idx) < 2:
+        return {"n": len(idx)}
+    ms, es = [measured[i] for i in idx], [estimated[i] for i in idx]
+    best = min(ms)
+    st = R.standing(es)
+    top = [i for i in range(len(es)) if st[i] == 1]
+    picked = max(ms[i] for i in top)
+    rho = R.spearman(ms, es)
+    return {"n": len(idx), "spearman": None if math.isnan(rho) else round(rho, 4),
+            "best_in_top3": R.best_in_top(ms, es, k), "top1_vs_best": round(picked / best, 4),
+            "top1_within": picked <= (1 + within) * best, "ties_at_1": len(top),
+            "best_est_rank": st[ms.index(best)],
+            "median_abs_err": round(statistics.median(abs(e / m - 1) for m, e in zip(ms, es)), 4)}
+
+
+def evaluate_kernel(entry: dict[str, Any], spec, cals: dict[str, Any], log) -> dict[str, Any]:
+    """Compile (cached) and estimate every config at every point; the metrics per calibration."""
+    from occmodel import evidence as E
+    from occmodel import rank as R
+    name = entry["kernel"]
+    per_point, rows = [], [{"config": c, "estimates_us": {}, "measured_us": []} for c in entry["configs"]]
+    for j, pt in enumerate(entry["points"]):
+        t0 = time.time()
+        kernel = point_kernel(name, pt)
+        cfgs = [kernel.resolve(c) for c in entry["configs"]]
+        evs = E.gather(kernel, spec, cfgs, compile=True, progress=False)
+        meas = [entry["median_s"][i][j] for i in range(len(cfgs))]
+        res = {"point": pt, "by_calibration": {}}
+        for cname, cal in cals.items():
+            est = [row[0] for row in R.estimate_many(kernel, spec, cal, cfgs, [pt], evs)]
+            totals = [e.total_s for e in est]
+            res["by_calibration"][cname] = metrics(meas, totals)
+            for i, e in enumerate(est):
+                rows[i]["estimates_us"].setdefault(cname, []).append(
+                    round(e.total_s * 1e6, 2) if math.isfinite(e.total_s) else None)
+                if cname == next(iter(cals)):
+                    rows[i].setdefault("bound", []).append(e.bound)
+                    rows[i].setdefault("resources", []).append(
+                        {"blocks_per_sm": e.blocks_per_sm, "tiles_ahead": e.tiles_in_flight,
+                         "tile_bytes": e.tile_per_iter, "regs": evs[i].regs, "spills": evs[i].spills})
+        for i in range(len(cfgs)):
+            rows[i]["measured_us"].append(None if meas[i] is None else round(meas[i] * 1e6, 3))
+        per_point.append(res)
+        log(f"{name} {pt}: {time.time() - t0:.0f} s; " + "; ".join(
+            f"{c}: rho {m.get('spearman')} top3 {m.get('best_in_top3')} #1/best {m.get('top1_vs_best')}"
+            for c, m in res["by_calibration"].items()))
+    return {"kernel": name, "role": entry["role"], "points": entry["points"], "per_point": per_point, "configs": rows}
+
+
+def calibrations(doc: dict[str, Any], spec, product: str | None) -> dict[str, Any]:
+    """'measured N' for each calibration of the measure file, and 'datasheet'."""
+    from occmodel import calibrate as C
+    keep = {f.name for f in __import__("dataclasses").fields(C.Calibration)}
+    cals = {f"measured {n + 1}": C.Calibration(**{k: v for k, v in c.items() if k in keep})
+            for n, c in enumerate(doc.get("calibrations", []))}
+    cals["datasheet"] = C.datasheet(spec, product)
+    return cals
+
+
+def summary(kernels: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per calibration: median Spearman, best in top 3, #1 within 3 %, median |est/meas - 1| over
+    every (kernel, point) of the given kernels."""
+    out: dict[str, Any] = {}
+    cases = [(k["kernel"], pp) for k in kernels for pp in k["per_point"]]
+    for cname in (cases[0][1]["by_calibration"] if cases else {}):
+        ms = [pp["by_calibration"][cname] for _, pp in cases if pp["by_calibration"][cname].get("n", 0) >= 2]
+        rhos = [m["spearman"] for m in ms if m.get("spearman") is not None]
+        out[cname] = {"cases": len(ms), "median_spearman": round(statistics.median(rhos), 4) if rhos else None,
+                      "best_in_top3": sum(m["best_in_top3"] for m in ms), "top1_within_3pct": sum(m["top1_within"] for m in ms),
+                      "median_abs_err": round(statistics.median(m["median_abs_err"] for m in ms), 4) if ms else None}
+    return out
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    lines = [f"# Rank model against the H200: {doc['title']}", "", f"Made by: `{doc['command']}`", "",
+             doc["assumptions"], "", "## Summary", "",
+             "| calibration | (kernel, point) cases | median Spearman | measured best in est. top 3 | est. #1 within 3 % "
+             "of the best | median abs(est / meas - 1) |", "|---|---|---|---|---|---|"]
+    for cname, s in doc["summary"].items():
+        lines.append(f"| {cname} | {s['cases']} | {s['median_spearman']} | {s['best_in_top3']}/{s['cases']} | "
+                     f"{s['top1_within_3pct']}/{s['cases']} | {s['median_abs_err']} |")
+    for k in doc["kernels"]:
+        lines += ["", f"## {k['kernel']} ({k['role']})", "",
+                  "| point | calibration | n | Spearman | best in top 3 | est. #1 / best | ties at #1 | "
+                  "best's est. rank | median abs err |", "|---|---|---|---|---|---|---|---|---|"]
+        for pp in k["per_point"]:
+            pt = ",".join(f"{a}={b}" for a, b in pp["point"].items())
+            for cname, m in pp["by_calibration"].items():
+                lines.append(f"| {pt} | {cname} | {m['n']} | {m.get('spearman')} | {m.get('best_in_top3')} | "
+                             f"{m.get('top1_vs_best')} | {m.get('ties_at_1')} | {m.get('best_est_rank')} | "
+                             f"{m.get('median_abs_err')} |")
+    return "\n".join(lines) + "\n"
+
+
+def cmd_evaluate(args) -> int:
+    t_start = time.time()
+
+    def log(m: str) -> None:
+        print(f"[{time.time() - t_start:6.1f} s] {m}", file=sys.stderr, flush=True)
+
+    import triton
+    from occmodel.spec import load_spec
+    doc = json.loads(Path(args.measured).read_text())
+    spec = load_spec(doc.get("spec", "sm_90"))
+    ran = doc.get("env", {}).get("triton")
+    if ran and ran != triton.__version__ and not args.any_triton:
+        print(f"rank_study: error: the GPU ran triton {ran}, this is {triton.__version__}: compile with the same "
+              "triton (or pass --any-triton)", file=sys.stderr)
+        return 2
+    entries = measured_entries(doc)
+    if args.legacy:
+        entries += legacy_entries(json.loads(Path(args.legacy).read_text()))
+    want = set(args.kernels.split(",")) if args.kernels else None
+    entries = [e for e in entries if (want is None or e["kernel"] in want) and (args.role in ("all", e["role"]))]
+    cals = calibrations(doc, spec, args.product)
+    if args.calibration:
+        cals = {n: c for n, c in cals.items() if n in args.calibration.split(",")}
+    kernels = []
+    for e in entries:
+        kernels.append(evaluate_kernel(e, spec, cals, log))
+    out = {"title": f"{args.role} kernels ({', '.join(k['kernel'] for k in kernels)})",
+           "command": "python3 scripts/rank_study.py " + " ".join(sys.argv[1:]),
+           "assumptions": (f"Times: {doc.get('env', {}).get('gpu')} ({doc.get('env', {}).get('driver')}), triton "
+                           f"{ran}, torch {doc.get('env', {}).get('torch')}; the median of {doc.get('samples')} "
+                           "CUDA-graph samples per config (L2 flushed). Estimates: occmodel.rank on compiles for "
+                           f"{spec.arch} with triton {triton.__version__} (real registers, shared memory, spills, the "
+                           "TTGIR's pipelining and dot layouts). A config that did not run or failed the correctness "
+                           "check is left out of its point."),
+           "summary": summary(kernels), "kernels": kernels}
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).with_suffix(".json").write_text(json.dumps(out, indent=1, default=str) + "\n")
+    Path(args.out).with_suffix(".md").write_text(markdown(out))
+    log(f"wrote {Path(args.out).with_suffix('.md')}")
+    for cname, s in out["summary"].items():
+        print(f"{cname}: {s}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -285,6 +475,16 @@ def main(argv: list[str] | None = None) -> int:
     m.add_argument("--limit", type=int, default=0, help="only the first N configs of each sweep (a smoke run)")
     m.add_argument("--workers", type=int, default=min(12, os.cpu_count() or 4))
     m.set_defaults(run=cmd_measure)
+    e = sub.add_parser("evaluate", help="estimate every measured config and compare (no GPU)")
+    e.add_argument("measured", help="a `measure` JSON file")
+    e.add_argument("--out", required=True, help="write OUT.json and OUT.md")
+    e.add_argument("--role", default="held-out", choices=("held-out", "development", "all"))
+    e.add_argument("--kernels", default="", help="only these kernels (comma-separated)")
+    e.add_argument("--legacy", default=None, help="also session 2's rank_sweep JSON (decode_attention, matmul)")
+    e.add_argument("--calibration", default="", help="only these calibrations, e.g. 'measured 1,datasheet'")
+    e.add_argument("--product", default="H200", help="the spec product for datasheet figures")
+    e.add_argument("--any-triton", action="store_true", help="compile with this triton even if the GPU ran another")
+    e.set_defaults(run=cmd_evaluate)
     args = ap.parse_args(argv)
     unknown = [k for k in getattr(args, "kernels", "").split(",") if k and k not in SWEEPS]
     if unknown:
