@@ -1,0 +1,100 @@
+"""The loops of a kernel's SASS (``cuobjdump -sass``): what one trip of each loop issues.
+
+    loops = sass_loops(result.sass)          # innermost first, then by address
+    lp = main_loop(loops)                    # the loop rank costs (see its doc)
+    lp.instructions, lp.global_load_bytes, lp.mufu, lp.mma
+
+A loop is a backward branch: ``BRA`` to an address at or before its own; its body is
+every instruction from the target to the branch. ptxas unrolls Triton's loops (a
+``for`` over column chunks becomes a body with 4 chunks' loads hoisted to its top and
+a remainder loop), so a trip of the SASS loop can cover several source iterations:
+:func:`unroll` recovers that factor from the bytes the trip loads. What a trip issues
+(instructions, special-function ops, tensor-core ops) is what the rank model's issue
+term costs. Pure text parsing: no GPU, no CUDA toolkit.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);")
+_BRA = re.compile(r"^BRA(\.\w+)*$")
+# global load widths by suffix (bytes per thread); plain LDG.E is 32 bits
+_WIDTH = {"U8": 1, "S8": 1, "U16": 2, "S16": 2, "64": 8, "128": 16}
+
+
+@dataclass(frozen=True)
+class SassLoop:
+    start: int                  # byte address of the loop's first instruction
+    end: int                    # address of its backward branch
+    instructions: int           # instructions in one trip (NOPs left out)
+    global_load_bytes: int      # bytes one thread loads from global memory per trip (LDG)
+    global_loads: int           # LDG instructions per trip
+    mufu: int                   # special-function-unit ops per trip (MUFU.EX2, .RCP, .RSQ, ...)
+    mma: int                    # tensor-core instructions per trip (HMMA, HGMMA, ...)
+    async_copies: int           # LDGSTS / UTMALDG per trip (pipelined loads)
+    inner: bool                 # no other loop inside it
+
+
+def _ldg_bytes(op: str) -> int:
+    width = 4
+    for part in op.split(".")[1:]:
+        width = _WIDTH.get(part, width)
+    return width
+
+
+def instructions(sass: str) -> list[tuple[int, str, str]]:
+    """(address, opcode, operands) of every instruction in the listing, in order."""
+    return [(int(m.group(1), 16), m.group(3), m.group(4).strip()) for m in _LINE.finditer(sass or "")]
+
+
+def sass_loops(sass: str) -> list[SassLoop]:
+    """Every loop (backward branch) of the listing; innermost loops first, then by address."""
+    insts = instructions(sass)
+    spans = []
+    for addr, op, args in insts:
+        if _BRA.match(op):
+            target = re.findall(r"0x([0-9a-f]+)", args)
+            if target:
+                to = int(target[-1], 16)
+                if to < addr:                          # a branch to itself is the exit trap
+                    spans.append((to, addr))
+    loops = []
+    for start, end in spans:
+        body = [(a, op) for a, op, _ in insts if start <= a <= end and not op.startswith("NOP")]
+        inner = not any(s != (start, end) and start <= s[0] and s[1] <= end for s in spans)
+        ldg = [op for _, op in body if op.startswith("LDG")]
+        loops.append(SassLoop(start, end, len(body), sum(_ldg_bytes(op) for op in ldg), len(ldg),
+                              sum(op.startswith("MUFU") for _, op in body),
+                              sum(op.startswith(("HMMA", "HGMMA", "UTCHMMA", "UTCMMA", "IMMA", "QGMMA")) for _, op in body),
+                              sum(op.startswith(("LDGSTS", "UTMALDG")) for _, op in body), inner))
+    return sorted(loops, key=lambda lp: (not lp.inner, lp.start))
+
+
+def main_loop(loops: list[SassLoop]) -> SassLoop | None:
+    """The loop that carries the kernel's work: among innermost loops, the one with tensor-core
+    ops, else the one that loads the most bytes per trip, else the longest."""
+    inner = [lp for lp in loops if lp.inner] or loops
+    if not inner:
+        return None
+    return max(inner, key=lambda lp: (lp.mma > 0, lp.global_load_bytes + 16 * lp.async_copies, lp.instructions))
+
+
+def unroll(loop: SassLoop, threads: int, bytes_per_iteration: int) -> int:
+    """Source iterations one trip covers: the trip's global-load bytes over what one source
+    iteration loads (from the TTGIR); 1 when either is unknown or the trip loads less."""
+    if loop.global_load_bytes <= 0 or bytes_per_iteration <= 0:
+        return 1
+    return max(1, round(loop.global_load_bytes * threads / bytes_per_iteration))
+
+
+# one MUFU op (16 lanes per clock per SM on sm_80..sm_120) takes 8 issue slots of a 128-lane op
+MUFU_WEIGHT = 8
+
+
+def issue_slots(loop: SassLoop) -> int:
+    """Warp-instruction issue slots of one trip: every instruction one, MUFU ops MUFU_WEIGHT
+    (the special-function units are an eighth of the FP32 lanes: CUDA C++ Programming Guide,
+    arithmetic instruction throughput)."""
+    return loop.instructions + (MUFU_WEIGHT - 1) * loop.mufu

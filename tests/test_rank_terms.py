@@ -1,0 +1,112 @@
+"""The rank model's terms found on the development kernels (issue 14), on hand-worked cases:
+the SASS loop reading (unroll, issue slots), the latency curve, the loaded latency at a
+config's own load, and the issue term."""
+
+import math
+
+import pytest
+
+from occmodel import calibrate as C
+from occmodel import rank as R
+from occmodel import sass as S
+
+# An excerpt in cuobjdump's layout: a prologue, a loop whose trip loads 4 x 32-bit (a 4-way
+# unrolled column loop, as ptxas makes of rmsnorm's pass 1 at BLOCK_N=256, 4 warps) plus one
+# 128-bit load and an exp2, and the exit trap (a branch to itself, not a loop).
+LISTING = """
+        /*0000*/                   LDC R1, c[0x0][0x28] ;                   /* 0x00000a00ff017b82 */
+        /*0010*/                   S2R R19, SR_TID.X ;                      /* 0x0000000000137919 */
+        /*0020*/              @!P4 LDG.E R18, desc[UR12][R10.64] ;          /* 0x0000000c0a12c981 */
+        /*0030*/              @!P3 LDG.E R22, desc[UR12][R8.64] ;           /* 0x0000000c0816b981 */
+        /*0040*/              @!P2 LDG.E R23, desc[UR12][R2.64] ;           /* 0x0000000c0217a981 */
+        /*0050*/              @!P4 LDG.E R17, desc[UR12][R12.64] ;          /* 0x0000000c0c11c981 */
+        /*0060*/                   LDG.E.128 R4, desc[UR12][R14.64] ;       /* 0x0000000c0e04c981 */
+        /*0070*/                   FFMA R11, R11, R11, R6 ;                 /* 0x0000000b0b0b7223 */
+        /*0080*/                   MUFU.EX2 R7, R7 ;                        /* 0x0000000b0b0b7223 */
+        /*0090*/                   NOP ;                                    /* 0x0000000000007918 */
+        /*00a0*/                   ISETP.GE.AND P2, PT, R15, R14, PT ;      /* 0x0000000e0f00720c */
+        /*00b0*/              @!P2 BRA 0x20 ;                               /* 0x0000000400909947 */
+        /*00c0*/                   EXIT ;                                   /* 0x000000000000794d */
+        /*00d0*/                   BRA 0xd0;                                /* 0xfffffffc00fc7947 */
+"""
+
+
+def test_sass_loop_of_a_hand_worked_listing():
+    loops = S.sass_loops(LISTING)
+    assert len(loops) == 1                        # BRA 0xd0 at 0xd0 is the exit trap
+    lp = loops[0]
+    assert (lp.start, lp.end) == (0x20, 0xb0)
+    # 0x20..0xb0: 10 instructions, the NOP left out -> 9
+    assert lp.instructions == 9
+    assert lp.global_loads == 5
+    assert lp.global_load_bytes == 4 * 4 + 16     # four LDG.E (4 B) + one LDG.E.128 (16 B)
+    assert lp.mufu == 1 and lp.mma == 0 and lp.inner
+    assert S.main_loop(loops) is lp
+    # 128 threads x 32 B = 4,096 B per trip; one source iteration loads 1,024 B -> 4 iterations
+    assert S.unroll(lp, threads=128, bytes_per_iteration=1024) == 4
+    assert S.unroll(lp, threads=128, bytes_per_iteration=0) == 1
+    # 9 slots, the MUFU counted 8 times: 9 + 7 = 16
+    assert S.issue_slots(lp) == 16
+
+
+def test_no_loop_no_main_loop():
+    assert S.sass_loops("") == [] and S.main_loop([]) is None
+
+
+def _cal(curve=((4096, 400.0), (16384, 700.0), (65536, 2600.0))):
+    return C.Calibration(spec="sm_90", gpu="test", sms=100, bandwidth_gbs=4000.0, latency_ns=1000.0,
+                         launch_us=1.0, l2_bandwidth_gbs=10000.0, source="hand-worked", l2_latency_ns=300.0,
+                         shared_bandwidth_gbs=128 * 100 * 2.0, latency_curve=curve)   # 2 GHz clock
+
+
+def test_latency_curve_is_read_at_the_load():
+    cal = _cal()
+    assert C.latency_at(cal, 1000) == 400.0                  # below the lightest probe
+    assert C.latency_at(cal, 10240) == pytest.approx(550.0)  # halfway 4 K..16 K: 400 + 300 / 2
+    assert C.latency_at(cal, 131072) == pytest.approx(5200.0)  # past the last: 2,600 x 128 K / 64 K
+    no_curve = _cal(curve=())
+    assert C.latency_at(no_curve, 131072) == 1000.0          # the single figure
+
+
+def test_latency_curve_round_trips_and_bad_curves_are_named(tmp_path):
+    cal = _cal()
+    path = C.save(cal, tmp_path / "c.yaml")
+    assert C.load(path) == cal
+    text = path.read_text().replace("- - 4096.0", "- - -4096.0")
+    (tmp_path / "bad.yaml").write_text(text)
+    with pytest.raises(C.CalibrationError, match="latency_curve: pair"):
+        C.load(tmp_path / "bad.yaml")
+
+
+def test_loaded_latency_floor_cap_and_dram_share():
+    r = R.rates(_cal(), peak_flops=1e15)
+    assert r.clock == pytest.approx(2e9)
+    # rmsnorm-like: every byte from DRAM (d = t), 8 CTAs x 4 tiles x 1 KB = 32 KB in flight per SM:
+    # curve 700 + 1,900 x 16 / 48 = 1,333.3 ns; the cap q / (BW / SMs) = 32,768 / 40 GB/s = 819.2 ns
+    lp = R._Loop(d=1024, t=1024, s=0, f=0, k=0, u=4)
+    assert R.in_flight(8, lp) == 32768
+    assert R.loaded_latency(r, 8, lp) == pytest.approx(819.2e-9)
+    # GEMM-like: a tenth of the tile from DRAM; 0.1 x 64 KB = 6.4 KB reads the floor (16 KB): 700 ns
+    gemm = R._Loop(d=3276.8, t=32768, s=0, f=0, k=2)
+    assert R.dram_share(gemm) == pytest.approx(0.1)
+    assert R.loaded_latency(r, 1, gemm) == pytest.approx(700e-9)
+
+
+def test_issue_term_and_unpipelined_latency():
+    r = R.rates(_cal(), peak_flops=1e15)
+    # 2 CTAs x 4 warps each issue 100 slots per iteration on 4 schedulers at 2 GHz: 8 x 100 / 4 / 2e9 = 100 ns
+    lp = R._Loop(d=1024, t=1024, s=0, f=0, k=0, u=2, warps=4, issue=100.0)
+    steps = R._steps(r, 2, lp)
+    assert steps["issue"] == pytest.approx(100e-9)
+    # unpipelined: the latency of the 2 hoisted iterations over 2 (q = 2 x 2 x 1 KB = 4 KB -> the floor, 700 ns;
+    # the cap 4,096 / 40 GB/s = 102.4 ns is below the floor's latency, so the floor holds)
+    assert steps["latency"] == pytest.approx(700e-9 / 2)
+    # one warp alone issues one slot per clock at most: 100 slots -> 50 ns
+    assert R._steps(r, 1, R._Loop(d=1, t=1, s=0, f=0, k=0, warps=1, issue=100.0))["issue"] == pytest.approx(50e-9)
+    # an unpipelined kernel pays no separate first-tile latency; a pipelined one does
+    flat = R._kernel(r, grid=100, blocks=1, n=10, lp=R._Loop(d=1024, t=1024, s=0, f=0, k=0))
+    piped = R._kernel(r, grid=100, blocks=1, n=10, lp=R._Loop(d=1024, t=1024, s=0, f=0, k=1))
+    assert flat.total_s == pytest.approx(10 * max(flat.terms.values()))
+    assert piped.total_s == pytest.approx(10 * max(piped.terms.values()) + R.loaded_latency(
+        r, 1, R._Loop(d=1024, t=1024, s=0, f=0, k=1)))
+    assert math.isfinite(piped.total_s)
