@@ -332,7 +332,10 @@ class Pruner:
 
     def _workload_point(self, chain: list | None, values: dict[str, Any]) -> tuple[dict | None, str]:
         """(the workload point, '') or (None, why there is none)."""
-        kernel = self._workload(chain)
+        try:
+            kernel = self._workload(chain)
+        except Exception as exc:                # a launcher that cannot describe this kernel: fall back, say why
+            return None, f"no workload hooks: {_one_line(exc)}"
         if kernel is None:
             return None, ("no workload hooks (grid, loop_iterations, bytes_moved, flops): pass card= (a card of "
                           "this kernel) or launcher= (a launcher with those functions)")
