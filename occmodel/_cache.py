@@ -44,6 +44,11 @@ def compile_dir() -> Path:
     return root() / "compile"
 
 
+def model_dir() -> Path:
+    """The model memo (:func:`occmodel.model.memo`): ``model/<key[:2]>/<key>.json``."""
+    return root() / "model"
+
+
 def entry_path(key: str, suffix: str = ".json") -> Path:
     return compile_dir() / key[:2] / f"{key}{suffix}"
 
@@ -278,6 +283,29 @@ def compile_entries() -> list[tuple[str, list[Path], int, float]]:
     return out
 
 
+def model_entries() -> list[tuple[Path, int, float]]:
+    """The model memo's files: (path, bytes, mtime); a memo is rebuilt from the card on a miss."""
+    out = []
+    try:
+        shards = [Path(e.path) for e in os.scandir(model_dir()) if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return out
+    for shard in shards:
+        try:
+            names = [Path(e.path) for e in os.scandir(shard) if e.is_file(follow_symlinks=False)]
+        except OSError:
+            continue
+        for path in names:
+            if path.name.startswith("."):             # a write in progress
+                continue
+            try:
+                st = path.stat()
+            except OSError:
+                continue
+            out.append((path, st.st_size, st.st_mtime))
+    return out
+
+
 def compile_times(arch: str, kernel: str | None = None) -> list[float]:
     """compile_seconds of the cached compiles for `arch` (of `kernel` when given), successes and
     compiler failures alike (both are real compiles)."""
@@ -296,15 +324,19 @@ def compile_times(arch: str, kernel: str | None = None) -> list[float]:
     return out
 
 
+CACHES = ("compile", "triton", "model")      # what `occmodel cache` shows and clears
+
+
 def clear(older_than_s: float | None = None, now: float | None = None) -> dict[str, dict[str, int]]:
-    """Delete occmodel's compile results and Triton's cache under root() (only entries last
-    written more than `older_than_s` seconds ago, when given). An entry's .json goes before its
-    sidecars, so a reader never finds an entry whose files are half gone. Returns what was freed:
-    {"compile": {"entries", "bytes"}, "triton": {"entries", "bytes"}}."""
+    """Delete occmodel's compile results, Triton's cache and the model memo under root() (only
+    entries last written more than `older_than_s` seconds ago, when given). An entry's .json goes
+    before its sidecars, so a reader never finds an entry whose files are half gone. Calibrations
+    (``calibration/``) are measurements, not a cache: never touched. Returns what was freed:
+    {"compile": {"entries", "bytes"}, "triton": {...}, "model": {...}}."""
     import shutil
     import time
     now = time.time() if now is None else now
-    done = {"compile": {"entries": 0, "bytes": 0}, "triton": {"entries": 0, "bytes": 0}}
+    done = {name: {"entries": 0, "bytes": 0} for name in CACHES}
     for _key, paths, size, mtime in compile_entries():
         if older_than_s is not None and now - mtime < older_than_s:
             continue
@@ -319,7 +351,14 @@ def clear(older_than_s: float | None = None, now: float | None = None) -> dict[s
         shutil.rmtree(path, ignore_errors=True)
         done["triton"]["entries"] += 1
         done["triton"]["bytes"] += size
-    for folder in (compile_dir(), triton_root()):          # empty shard / class folders
+    for path, size, mtime in model_entries():
+        if older_than_s is not None and now - mtime < older_than_s:
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        done["model"]["entries"] += 1
+        done["model"]["bytes"] += size
+    for folder in (compile_dir(), triton_root(), model_dir()):     # empty shard / class folders
         with contextlib.suppress(OSError):
             for sub in os.scandir(folder):
                 with contextlib.suppress(OSError):

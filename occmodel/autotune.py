@@ -22,9 +22,23 @@ It must return a non-empty list of the given Config objects. The pruner:
   registers and static + dynamic shared memory);
 * with ``use="model"`` predicts the same from a kernel card (:func:`occmodel.model.predict`,
   config keys matched to card parameters; spills only as "the estimate exceeds 255");
-* optionally keeps the best ``top_k`` survivors: ``by="occupancy"`` ranks by resident warps
-  per SM (more first), then spills (fewer first), then the given order; ``by="spills"``
-  ranks by spills first, then resident warps.
+* optionally keeps the best ``top_k`` survivors. ``by="estimate"`` (the default) orders them by
+  :mod:`occmodel.rank`'s static estimate of the time per launch (``rank.estimate_many``, from
+  the same evidence: compiled with its TTGIR for ``use="compile"``, the card's model for
+  ``use="model"``; constants from ``calibration=``, else :func:`occmodel.calibrate.resolve`:
+  a cached calibration of the spec, else the spec product's datasheet) at the workload point;
+  configs the estimate cannot tell apart (a tie at the cut) are kept together, and the note says
+  so. It needs a workload point and the workload hooks (grid, loop_iterations, bytes_moved,
+  flops): the point is ``point=`` (a dict, or ``f(launch_args) -> dict`` called with the
+  launch's arguments by name), else the kernel's workload parameters when the launch passes
+  them all (e.g. M, N, K of the matmul card); the hooks come from ``card=`` or
+  ``launcher=`` (a bare kernel's :class:`~occmodel.launcher.Launcher`). Without either, or
+  when an estimate fails, it falls back to ``by="occupancy"`` and says so: ``pruner.note``
+  holds the reason, logged as a warning (``pruner.ranked_by`` says which order was used).
+  ``by="occupancy"`` ranks by resident warps per SM (more first), then spills (fewer first),
+  then the given order; ``by="spills"`` ranks by spills first, then resident warps. Resident
+  warps do not predict throughput (num_warps 4 -> 8 doubled them on the H200's decode kernel
+  and lost up to 47 %): prefer the estimate.
 
 Every decision is logged on logger ``occmodel.autotune`` and kept as plain rows in
 ``pruner.decisions`` (the last call). A config that cannot be compiled is dropped with its
@@ -37,6 +51,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import math
 from typing import Any, Callable, Mapping, Sequence
 
 from .errors import CompileError, ConfigError, KernelError, OccmodelError
@@ -44,9 +59,9 @@ from .spec import HardwareSpec, load_spec
 
 LOG = logging.getLogger("occmodel.autotune")
 USES = ("compile", "model")
-RANKINGS = ("occupancy", "spills")
+RANKINGS = ("estimate", "occupancy", "spills")
 ROW_KEYS = ("index", "config", "kept", "reason", "source", "status", "n_regs", "n_spills", "shared",
-            "blocks_per_sm", "warps_per_sm", "occupancy", "limiter", "cached")
+            "blocks_per_sm", "warps_per_sm", "occupancy", "limiter", "cached", "estimate_us", "bound")
 
 
 def describe(config) -> str:
@@ -64,7 +79,7 @@ class Pruner:
     """The ``early_config_prune`` callable (build it with :func:`pruner`)."""
 
     def __init__(self, spec, kernel, kernel_args_to_signature, max_spills, min_blocks, top_k, by, use,
-                 card, card_config, processes, log):
+                 card, card_config, processes, log, point=None, launcher=None, calibration=None, product=None):
         self.spec: HardwareSpec = load_spec(spec)
         if use not in USES:
             raise ConfigError(f"use={use!r} is not allowed; allowed: {', '.join(USES)}")
@@ -76,32 +91,51 @@ class Pruner:
             raise ConfigError(f"max_spills={max_spills!r} is not allowed; allowed: an integer >= 0")
         if not isinstance(min_blocks, int) or min_blocks < 1:
             raise ConfigError(f"min_blocks={min_blocks!r} is not allowed; allowed: an integer >= 1")
-        if use == "model":
+        if point is not None and not (callable(point) or isinstance(point, Mapping)):
+            raise ConfigError(f"point={point!r} is not allowed; allowed: None, a dict such as {{'M': 4096}}, or "
+                              "a function of the launch's arguments by name returning one")
+        if use == "model" and card is None:
+            raise ConfigError("use='model' needs card= (a KernelCard or a built-in card name)")
+        if card is not None:
             from .card import load_card
-            if card is None:
-                raise ConfigError("use='model' needs card= (a KernelCard or a built-in card name)")
             card = load_card(card)
+        if launcher is not None:
+            from .launcher import load_launcher
+            launcher = load_launcher(launcher)
+        if calibration is not None and not hasattr(calibration, "latency_ns"):
+            from .calibrate import load
+            calibration = load(calibration)
         self.kernel, self.to_signature = kernel, kernel_args_to_signature
         self.max_spills, self.min_blocks, self.top_k, self.by, self.use = max_spills, min_blocks, top_k, by, use
         self.card, self.card_config = card, dict(card_config or {})
         self.processes, self.log = processes, log
+        self.point, self.launcher, self.calibration, self.product = point, launcher, calibration, product
         self.decisions: list[dict[str, Any]] = []
+        self.ranked_by: str | None = None     # the order top_k used last call ("estimate", "occupancy", "spills")
+        self.note = ""                        # how top_k ranked, and why not by the estimate when it fell back
+        self.last_point: dict[str, Any] | None = None
         self._memo: dict[str, dict[str, Any]] = {}
+        self._workload_kernel = None
 
     # ------------------------------------------------------------ triton calls this
     def __call__(self, configs: Sequence[Any], named_args: Mapping[str, Any], **kwargs: Any) -> list:
         configs = list(configs)
+        chain = self._kernel() if self.use == "compile" else None
+        names = set(chain[-1].arg_names) if chain else set(named_args)
+        values = dict(named_args, **{k: v for k, v in kwargs.items() if k in names})
+        self.ranked_by, self.note, self.last_point = None, "", None
+        self._chain, self._config_of = chain, configs
+        point = why = None
+        if self.top_k is not None and self.by == "estimate":
+            point, why = self._workload_point(chain, values)
+        keep_ir = point is not None
         if self.use == "model":
             rows = [self._predicted(cfg) for cfg in configs]
         else:
-            chain = self._kernel()
-            fn = chain[-1]
-            names = set(fn.arg_names)
-            values = dict(named_args, **{k: v for k, v in kwargs.items() if k in names})
-            rows = self._compiled(chain, values, configs)
+            rows = self._compiled(chain, values, configs, keep_ir)
         for i, row in enumerate(rows):
             row.update(index=i, config=describe(configs[i]), source=self.use)
-        self._rank(rows)
+        self._rank(rows, point, why)
         self.decisions = [{k: r.get(k) for k in ROW_KEYS} for r in rows]
         self._log(rows)
         kept = [cfg for cfg, row in zip(configs, rows) if row["kept"]]
@@ -168,9 +202,13 @@ class Pruner:
         if getattr(config, "num_ctas", 1) not in (None, 1):
             options["num_ctas"] = config.num_ctas
         return dict(fn=fn, signature=sig, constexprs=consts, arch=self.spec.arch,
-                    num_warps=config.num_warps, num_stages=config.num_stages, options=options or None)
+                    num_warps=config.num_warps, num_stages=config.num_stages, options=options or None,
+                    merged=merged)
 
-    def _compiled(self, chain: list, values: dict[str, Any], configs: list) -> list[dict[str, Any]]:
+    def _compiled(self, chain: list, values: dict[str, Any], configs: list,
+                  keep_ir: bool = False) -> list[dict[str, Any]]:
+        """One row per config; with `keep_ir` (ranking by the estimate) each row also holds its
+        Evidence with the TTGIR's pipelining (``_ev``) and the launch's constexprs (``_merged``)."""
         from .compile import _jsonable
         rows: list[dict[str, Any] | None] = [None] * len(configs)
         todo: dict[str, tuple[dict, list[int]]] = {}
@@ -180,21 +218,24 @@ class Pruner:
             except Exception as exc:            # a bad config is a dropped row, never a crash
                 rows[i] = dict(kept=False, status="error", reason=f"cannot compile: {_one_line(exc)}")
                 continue
+            merged = dict(job.pop("merged"), _consts=job["constexprs"])
+            if keep_ir:
+                job["keep_ir"] = True
             key = self.memo_key(getattr(job["fn"], "cache_key", id(job["fn"])), job["signature"],
                                 {k: _jsonable(v) for k, v in job["constexprs"].items()}, job["arch"],
-                                job["num_warps"], job["num_stages"], job["options"])
+                                job["num_warps"], job["num_stages"], job["options"], keep_ir)
             if key in self._memo:
-                rows[i] = dict(self._memo[key])
+                rows[i] = dict(self._memo[key], _merged=merged)
             else:
-                todo.setdefault(key, (job, []))[1].append(i)
+                todo.setdefault(key, (job, []))[1].append((i, merged))
         results = self._compile_all([job for job, _ in todo.values()]) if todo else []
         for (key, (job, idx)), res in zip(todo.items(), results):
-            row = self._judge(res, job["num_warps"]) if not isinstance(res, str) else \
+            row = self._judge(res, job["num_warps"], keep_ir) if not isinstance(res, str) else \
                 dict(kept=False, status="error", reason=f"cannot compile: {res}")
             if row["status"] != "error":
                 self._memo[key] = row
-            for i in idx:
-                rows[i] = dict(row)
+            for i, merged in idx:
+                rows[i] = dict(row, _merged=merged)
         return rows
 
     def _compile_all(self, jobs: list[dict]) -> list:
@@ -227,13 +268,14 @@ class Pruner:
                 out[i] = _one_line(exc)
         return out
 
-    def _judge(self, res, num_warps: int) -> dict[str, Any]:
+    def _judge(self, res, num_warps: int, keep_ir: bool = False) -> dict[str, Any]:
         from .evidence import from_result
         row = dict(status=res.status, cached=res.cached, n_regs=res.n_regs, n_spills=res.n_spills,
                    shared=res.total_shared)
         if not res.ok:
             return dict(row, kept=False, reason=f"compile failed ({res.status}): {res.message}")
-        return self._fit(row, from_result(self.spec, res, pipeline=False), res.n_spills or 0)
+        ev = from_result(self.spec, res, pipeline=keep_ir)
+        return dict(self._fit(row, ev, res.n_spills or 0), _ev=ev)
 
     def _fit(self, row: dict[str, Any], ev, spills: int) -> dict[str, Any]:
         """Fill occupancy fields from an Evidence and the verdict (shared limit, spills, resident blocks)."""
@@ -273,19 +315,132 @@ class Pruner:
         row = self._fit(row, ev, 0)
         if row["kept"] and ev.spills_predicted and self.max_spills == 0:
             row.update(kept=False, reason=f"register estimate {ev.regs_estimate} > 255: spills predicted")
-        return row
+        return dict(row, _ev=ev, _cfg=cfg)
 
-    def _rank(self, rows: list[dict[str, Any]]) -> None:
+    # -------------------------------------------------------------- ranking
+    def _workload(self, chain: list | None):
+        """The KernelCard whose hooks give grid, loop iterations, bytes and flops: the card, else a
+        bare kernel over the launcher (None: neither given)."""
+        if self.card is not None:
+            return self.card
+        if self.launcher is None:
+            return None
+        if self._workload_kernel is None or self._workload_kernel.fn is not chain[-1]:
+            from .bare import bare_kernel
+            self._workload_kernel = bare_kernel(chain[-1], launcher=self.launcher)
+        return self._workload_kernel
+
+    def _workload_point(self, chain: list | None, values: dict[str, Any]) -> tuple[dict | None, str]:
+        """(the workload point, '') or (None, why there is none)."""
+        try:
+            kernel = self._workload(chain)
+        except Exception as exc:                # a launcher that cannot describe this kernel: fall back, say why
+            return None, f"no workload hooks: {_one_line(exc)}"
+        if kernel is None:
+            return None, ("no workload hooks (grid, loop_iterations, bytes_moved, flops): pass card= (a card of "
+                          "this kernel) or launcher= (a launcher with those functions)")
+        names = [p.name for p in kernel.workload_params]
+        try:
+            if self.point is not None:
+                point = self.point(dict(values)) if callable(self.point) else self.point
+                point = dict(point)
+            elif names and all(n in values for n in names):
+                point = {n: _plain(values[n]) for n in names}
+            else:
+                given = ", ".join(names) if names else "none declared"
+                return None, (f"no workload point: pass point={{...}} or point=lambda args: {{...}} (the kernel's "
+                              f"workload parameters: {given}; the launch passes "
+                              f"{', '.join(n for n in names if n in values) or 'none of them'})")
+            if names:
+                point = kernel.resolve_point(point)
+        except Exception as exc:                # the user's point function failed: fall back, say why
+            return None, f"no workload point: {_one_line(exc)}"
+        return point, ""
+
+    def _estimates(self, rows: list[dict[str, Any]], point: dict[str, Any]) -> str:
+        """Fill estimate_us / bound of the alive rows; '' or why the estimate cannot rank them."""
+        from . import calibrate, rank
+        kernel = self._workload(self._chain)
         alive = [r for r in rows if r["kept"]]
-        if self.top_k is None or len(alive) <= self.top_k:
+        try:
+            cal = self.calibration or calibrate.resolve(self.spec, None, self.product)
+            cfgs = [self._rank_config(kernel, r) for r in alive]
+            est = rank.estimate_many(kernel, self.spec, cal, cfgs, [point], [r["_ev"] for r in alive], self.product)
+        except Exception as exc:                # a hook that fails is a fallback, never a crash
+            return f"the estimate failed: {_one_line(exc)}"
+        for r, (e,) in zip(alive, est):
+            r.update(estimate_us=round(e.total_s * 1e6, 3) if math.isfinite(e.total_s) else None, bound=e.bound,
+                     _total=e.total_s)
+        self._cal = cal
+        return ""
+
+    def _rank_config(self, kernel, row: dict[str, Any]) -> dict[str, Any]:
+        """The config the workload hooks take: the card's resolved config, else the launch's
+        constexprs plus num_warps and num_stages (what a launcher's grid(cfg, point) gets)."""
+        if "_cfg" in row:
+            return row["_cfg"]
+        merged = dict(row.get("_merged") or {})
+        consts = merged.pop("_consts", {})
+        cfg = self._config_of[row["index"]]
+        launch = {"num_warps": cfg.num_warps, "num_stages": cfg.num_stages}
+        if kernel is self.card:
+            names = {p.name for p in kernel.all_params}
+            return kernel.resolve({**self.card_config, **{k: v for k, v in merged.items() if k in names}, **launch})
+        return {**consts, **launch}
+
+    def _rank(self, rows: list[dict[str, Any]], point: dict[str, Any] | None = None, why: str = "") -> None:
+        alive = [r for r in rows if r["kept"]]
+        if self.top_k is None:
             return
+        by = self.by
+        if by == "estimate":
+            why = why or self._estimates(rows, point)
+            if why:
+                by = "occupancy"
+                self.note = (f"top_k={self.top_k} ranked by occupancy (resident warps/SM), NOT by the rank "
+                             f"estimate: {why}")
+            else:
+                self.last_point = point
+        self.ranked_by = by
+        if by == "estimate":
+            self._cut_by_estimate(alive, point)
+            return
+        if len(alive) <= self.top_k:
+            return
+
         def order(r):
             warps, spills = -(r.get("warps_per_sm") or 0), r.get("n_spills") or 0
-            return (warps, spills, r["index"]) if self.by == "occupancy" else (spills, warps, r["index"])
-        for rank, r in enumerate(sorted(alive, key=order), start=1):
-            if rank > self.top_k:
-                r.update(kept=False, reason=f"not in top_k={self.top_k} by {self.by} (rank {rank}: "
+            return (warps, spills, r["index"]) if by == "occupancy" else (spills, warps, r["index"])
+        for place, r in enumerate(sorted(alive, key=order), start=1):
+            if place > self.top_k:
+                r.update(kept=False, reason=f"not in top_k={self.top_k} by {by} (rank {place}: "
                                             f"{r.get('warps_per_sm')} warps/SM, {r.get('n_spills')} spills)")
+
+    def _cut_by_estimate(self, alive: list[dict[str, Any]], point: dict[str, Any]) -> None:
+        """Keep the top_k smallest estimates; a tie at the cut keeps every config of it (the
+        estimate cannot order them) and the note says so."""
+        from .rank import standing
+        k = self.top_k
+        where = ", ".join(f"{n}={v}" for n, v in point.items())
+        cal = self._cal
+        self.note = (f"top_k={k} ranked by the rank estimate at {where or 'the point'} (constants: {cal.gpu}, "
+                     f"{cal.source.split(':')[0]})")
+        if not alive:
+            return
+        totals = [r["_total"] for r in alive]
+        place = standing(totals)
+        order = sorted(range(len(alive)), key=lambda i: (place[i], alive[i]["index"]))
+        cut = place[order[min(k, len(order)) - 1]]
+        kept = [i for i in order if place[i] <= cut]
+        if len(kept) > k:
+            tied = sum(1 for i in order if place[i] == cut)
+            self.note += (f"; the #{cut} place is a {tied}-way tie on the estimate: all {tied} kept "
+                          f"({len(kept)} configs for top_k={k})")
+        for i in order:
+            r = alive[i]
+            if place[i] > cut:
+                r.update(kept=False, reason=f"not in top_k={k} by estimate (rank {place[i]}: "
+                                            f"{r['estimate_us']:g} us, {r['bound']}-bound at {where})")
 
     def _log(self, rows: list[dict[str, Any]]) -> None:
         if self.log is None:
@@ -294,6 +449,11 @@ class Pruner:
         for r in rows:
             if not r["kept"]:
                 emit(f"dropped [{r['config']}] for {self.spec.name}: {r['reason']}")
+        if self.note:
+            if self.ranked_by != self.by and not callable(self.log):   # a fallback: say it where it is seen
+                LOG.log(max(self.log, logging.WARNING), self.note)
+            else:
+                emit(self.note)
         n = sum(r["kept"] for r in rows)
         emit(f"kept {n} of {len(rows)} configs for {self.spec.name} ({self.use})")
 
@@ -308,13 +468,16 @@ class Pruner:
                 f"{sum(r['kept'] for r in self.decisions)} of {len(self.decisions)}"
         return Report("autotune", [Section(title, cols, self.decisions)],
                       [f"max_spills={self.max_spills}, min_blocks={self.min_blocks}, top_k={self.top_k}, "
-                       f"by={self.by}"])
+                       f"by={self.by}"] + ([self.note] if self.note else []),
+                      extra={"ranked_by": self.ranked_by, "note": self.note, "point": self.last_point})
 
 
 def pruner(spec: str | HardwareSpec = "sm_120", kernel_args_to_signature: Callable[[dict], Mapping] | None = None,
-           max_spills: int = 0, min_blocks: int = 1, top_k: int | None = None, by: str = "occupancy",
+           max_spills: int = 0, min_blocks: int = 1, top_k: int | None = None, by: str = "estimate",
            use: str = "compile", card=None, log: int | Callable[[str], None] | None = logging.INFO, *,
-           kernel=None, card_config: Mapping[str, Any] | None = None, processes: int = 1) -> Pruner:
+           kernel=None, card_config: Mapping[str, Any] | None = None, processes: int = 1,
+           point: Mapping[str, Any] | Callable[[dict], Mapping[str, Any]] | None = None, launcher=None,
+           calibration=None, product: str | None = None) -> Pruner:
     """An ``early_config_prune`` function that keeps the configs that fit `spec` (see the module doc).
 
     kernel_args_to_signature: optional ``f(args) -> {name: "*fp16:16", ...}`` giving the AOT
@@ -324,10 +487,22 @@ def pruner(spec: str | HardwareSpec = "sm_120", kernel_args_to_signature: Callab
       parameters (e.g. dtype) for ``use="model"``. processes > 1 compiles misses in parallel
       (:func:`occmodel.compile_pool.compile_many`, spawn workers: the calling script needs an
       ``if __name__ == "__main__":`` guard). log: logging level of the decision lines on
-      ``occmodel.autotune``, a callable taking each line, or None for silence.
+      ``occmodel.autotune``, a callable taking each line, or None for silence (a fallback from
+      the estimate to occupancy is logged at WARNING at least, and kept in ``pruner.note``).
+    top_k / by: keep the best top_k survivors by the rank estimate (default; see the module doc),
+      by "occupancy" or by "spills". point: the workload point of the estimate, a dict or
+      ``f(launch_args) -> dict``. card / launcher: the workload hooks (with use="compile" the card
+      only supplies them; the compile still uses the launch's real arguments). calibration: a
+      Calibration or a calibration YAML path (default: calibrate.resolve(spec), i.e. a cached
+      calibration of the spec, else the datasheet); product: the spec's product for datasheet figures.
     """
     return Pruner(spec, kernel, kernel_args_to_signature, max_spills, min_blocks, top_k, by, use, card,
-                  card_config, processes, log)
+                  card_config, processes, log, point, launcher, calibration, product)
+
+
+def _plain(value: Any) -> Any:
+    """A launch argument as a workload value (ints stay ints; tensors and the rest as given)."""
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
 def _one_line(exc: BaseException) -> str:

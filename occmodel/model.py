@@ -85,9 +85,9 @@ def card_fingerprint(card: KernelCard) -> str | None:
 
 
 def _memo_path(parts: tuple) -> Path:
-    from ._cache import root
+    from ._cache import model_dir
     key = hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
-    return root() / "model" / key[:2] / f"{key}.json"
+    return model_dir() / key[:2] / f"{key}.json"
 
 
 def memo(card: KernelCard, parts: tuple, build: Callable[[], Any]) -> Any:

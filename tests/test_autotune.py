@@ -4,11 +4,15 @@
 import logging
 
 import pytest
+import sympy
 import torch
 import triton
 
 from occmodel import load_spec, occupancy
 from occmodel.autotune import ROW_KEYS, pruner
+from occmodel.calibrate import Calibration
+from occmodel.card import KernelCard, Param
+from occmodel.launcher import Launcher
 from occmodel.compile import compile_kernel
 from occmodel.errors import ConfigError, KernelError
 from occmodel.kernels import matmul as mm
@@ -113,15 +117,36 @@ def test_second_call_reuses_decisions_and_logs_every_drop(swept, caplog):
 
 
 @pytest.mark.slow
-def test_top_k_keeps_most_resident_warps_then_fewest_spills(swept):
+def test_top_k_keeps_most_resident_warps_then_fewest_spills(swept, caplog):
+    """No card or launcher: no workload hooks, so top_k falls back to occupancy and says so."""
     _, kept = swept
     prune = pruner(spec="sm_120", top_k=3)
-    top = _prune_like_triton(SWEEP, prune, GROUP_M=8)
+    with caplog.at_level(logging.WARNING, logger="occmodel.autotune"):
+        top = _prune_like_triton(SWEEP, prune, GROUP_M=8)
     rows = {r["index"]: r for r in prune.decisions}
     feasible = [i for i, c in enumerate(SWEEP) if c in kept]
     ranked = sorted(feasible, key=lambda i: (-rows[i]["warps_per_sm"], rows[i]["n_spills"], i))
     assert top == [SWEEP[i] for i in sorted(ranked[:3])]
     assert all("not in top_k=3 by occupancy" in rows[i]["reason"] for i in ranked[3:])
+    assert prune.ranked_by == "occupancy" and "NOT by the rank estimate: no workload hooks" in prune.note
+    assert any(r.levelno == logging.WARNING and "NOT by the rank estimate" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.slow
+def test_top_k_by_the_estimate_with_the_matmul_card_takes_the_point_from_the_launch(swept):
+    """card="matmul": its workload parameters M, N, K are launch arguments, so the point is the
+    launch's (512^3); configs are compiled with their TTGIR and the kept ones have the smallest
+    estimates."""
+    _, kept = swept
+    prune = pruner(spec="sm_120", top_k=3, card="matmul", log=None)
+    top = _prune_like_triton(SWEEP, prune, GROUP_M=8)
+    assert prune.ranked_by == "estimate" and prune.last_point == {"M": 512, "N": 512, "K": 512}
+    assert "ranked by the rank estimate at M=512, N=512, K=512" in prune.note
+    rows = [r for r in prune.decisions if SWEEP[r["index"]] in kept]
+    assert all(r["estimate_us"] and r["bound"] for r in rows)
+    best = sorted(r["estimate_us"] for r in rows)
+    assert len(top) >= 3 and sorted(r["estimate_us"] for r in rows if r["kept"]) == best[:len(top)]
+    assert all("by estimate (rank" in r["reason"] for r in rows if not r["kept"])
 
 
 def test_model_mode_follows_predict():
@@ -134,6 +159,136 @@ def test_model_mode_follows_predict():
         assert row["shared"] == pred.shared and row["warps_per_sm"] == pred.occupancy.warps_per_sm
         assert row["kept"] == (pred.fits and not pred.spills_predicted), row
     assert kept == [configs[0], configs[2]]
+
+
+# ----------------------------------------------------- top_k by the rank estimate
+class _StreamCard(KernelCard):
+    """A hand-checkable card: 100 CTAs (one per SM of the test calibration), 10 loop iterations
+    each, N x (1 + 128 / BLOCK) DRAM bytes per launch (small tiles re-read), no flops; shared
+    memory BLOCK x 512 B, 32 registers. DRAM-bound by far, so estimate ~ bytes / bandwidth."""
+
+    def shared_memory(self, cc, cfg):
+        return self.symbols()["BLOCK"] * 512
+
+    def registers(self, cc, cfg):
+        return sympy.Integer(32)
+
+    def grid(self, cfg, point):
+        return 100
+
+    def loop_iterations(self, cfg, point):
+        return 10
+
+    def bytes_moved(self, cfg, point):
+        return point["N"] * (1 + 128 // cfg["BLOCK"])
+
+    def flops(self, cfg, point):
+        return 0
+
+    def loop_tile_bytes(self, cfg):
+        return 1024
+
+
+STREAM = _StreamCard(name="stream_test", summary="hand-checkable streaming card",
+                     params=(Param("BLOCK", 64, "tile", choices=(16, 32, 64, 128)),),
+                     baseline={"BLOCK": 64, "num_warps": 4, "num_stages": 2},
+                     workload_params=(Param("N", 2**20, "elements", maximum=2**40, tunable=False),))
+# 100 SMs, 1,000 GB/s: 1e9 bytes take 1 ms
+TOY_CAL = Calibration(spec="sm_120", gpu="toy", sms=100, bandwidth_gbs=1000.0, latency_ns=800.0, launch_us=1.0,
+                      l2_bandwidth_gbs=2500.0, source="test constants")
+STREAM_CONFIGS = [triton.Config({"BLOCK": 16}, num_warps=4, num_stages=2),
+                  triton.Config({"BLOCK": 32}, num_warps=4, num_stages=2),
+                  triton.Config({"BLOCK": 64}, num_warps=4, num_stages=2),
+                  triton.Config({"BLOCK": 64}, num_warps=8, num_stages=2),
+                  triton.Config({"BLOCK": 128}, num_warps=4, num_stages=2)]
+
+
+def _stream_pruner(**kwargs):
+    return pruner(spec="sm_120", use="model", card=STREAM, calibration=TOY_CAL, log=None, **kwargs)
+
+
+def test_top_k_follows_the_estimate_with_a_point_and_keeps_a_tie_together():
+    """Worked by hand, N = 1e9: d = bytes / (100 CTAs x 10 iterations); one CTA per SM, so one
+    iteration takes d / (1e12 B/s / 100 SMs) (the latency term, 800 ns / 1 tile ahead, and the
+    L2 term, 1,024 B / 25 GB/s per SM = 41 ns, are far below); 10 iterations + one latency +
+    one launch:
+        BLOCK=128: 2e9 B -> 10 x 200 us + 0.8 + 1 = 2,001.8 us   (#1)
+        BLOCK=64:  3e9 B -> 3,001.8 us, at num_warps 4 and 8 alike (threads change no term: #2, a tie)
+        BLOCK=32:  5e9 B -> 5,001.8 us (#4);  BLOCK=16: 9e9 B -> 9,001.8 us (#5)
+    Resident warps say the opposite (BLOCK=16: 11 blocks x 4 warps = 44 warps/SM ... BLOCK=128: 4)."""
+    prune = _stream_pruner(top_k=2, point={"N": 10**9})
+    kept = prune(STREAM_CONFIGS, {})
+    est = [r["estimate_us"] for r in prune.decisions]
+    for got, want in zip(est, (9001.8, 5001.8, 3001.8, 3001.8, 2001.8)):
+        assert got == pytest.approx(want, rel=5e-3)          # within 0.5 %: bytes / bandwidth rules
+    assert [r["bound"] for r in prune.decisions] == ["dram"] * 5
+    assert est[2] == est[3]                                   # the tie is exact
+    assert kept == STREAM_CONFIGS[2:]                         # #1 and both configs tied at #2
+    assert prune.ranked_by == "estimate" and prune.last_point == {"N": 10**9}
+    assert "the #2 place is a 2-way tie on the estimate: all 2 kept (3 configs for top_k=2)" in prune.note
+    assert "not in top_k=2 by estimate (rank 4: " in prune.decisions[1]["reason"]
+    assert "dram-bound at N=1000000000" in prune.decisions[0]["reason"]
+    top1 = _stream_pruner(top_k=1, point={"N": 10**9})
+    assert top1(STREAM_CONFIGS, {}) == [STREAM_CONFIGS[4]] and "tie" not in top1.note
+
+
+def test_the_point_can_come_from_the_launch():
+    """A function of the launch's arguments, or the card's workload parameter passed by name."""
+    by_fn = _stream_pruner(top_k=1, point=lambda args: {"N": args["n_elements"]})
+    assert by_fn(STREAM_CONFIGS, {"n_elements": 10**9}) == [STREAM_CONFIGS[4]]
+    assert by_fn.last_point == {"N": 10**9}
+    by_name = _stream_pruner(top_k=1)
+    assert by_name(STREAM_CONFIGS, {"X": None, "N": 10**9}) == [STREAM_CONFIGS[4]]
+    assert by_name.ranked_by == "estimate" and by_name.last_point == {"N": 10**9}
+
+
+def test_without_a_point_top_k_falls_back_to_occupancy_and_says_so(caplog):
+    """Resident warps/SM on sm_120 (48 warps, 100 KB shared, 1 KB reserved per block):
+    BLOCK=16 8 KB -> 11 blocks x 4 = 44; BLOCK=64 at 8 warps 32 KB -> 3 x 8 = 24; BLOCK=32 16 KB -> 5 x 4 = 20;
+    BLOCK=64 at 4 warps -> 12; BLOCK=128 64 KB -> 1 x 4 = 4. top_k=2 keeps the first two."""
+    prune = pruner(spec="sm_120", use="model", card=STREAM, calibration=TOY_CAL, top_k=2)
+    with caplog.at_level(logging.WARNING, logger="occmodel.autotune"):
+        kept = prune(STREAM_CONFIGS, {"X": None})
+    assert [r["warps_per_sm"] for r in prune.decisions] == [44, 20, 12, 24, 4]
+    assert kept == [STREAM_CONFIGS[0], STREAM_CONFIGS[3]]
+    assert prune.ranked_by == "occupancy"
+    assert prune.note.startswith("top_k=2 ranked by occupancy (resident warps/SM), NOT by the rank estimate: "
+                                 "no workload point")
+    assert "workload parameters: N" in prune.note
+    assert all(r["estimate_us"] is None for r in prune.decisions)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == [prune.note]
+    assert prune.note in prune.report().assumptions and prune.report().extra["ranked_by"] == "occupancy"
+    # a point function that fails is a fallback too, with its error
+    bad = _stream_pruner(top_k=2, point=lambda args: {"N": args["missing"]})
+    assert bad(STREAM_CONFIGS, {}) == kept and "no workload point: KeyError" in bad.note
+    # asked for occupancy: no fallback to report
+    asked = _stream_pruner(top_k=2, by="occupancy", point={"N": 10**9})
+    assert asked(STREAM_CONFIGS, {}) == kept and asked.ranked_by == "occupancy" and asked.note == ""
+
+
+def test_top_k_by_the_estimate_for_a_bare_kernel_with_a_launcher():
+    """use="compile": the launcher gives the workload hooks, the compile (with its TTGIR) the
+    resources; the kept config is the one rank.estimate_many puts first on the same evidence."""
+    from occmodel import calibrate, evidence, rank
+    from occmodel.bare import bare_kernel
+    launcher = Launcher(make_inputs=lambda point: {}, launch=lambda inputs, cfg: None,
+                        grid=lambda cfg, point: -(-point["N"] // cfg["BLOCK"]),
+                        loop_iterations=lambda cfg, point: 1, bytes_moved=lambda point: 6 * point["N"],
+                        flops=lambda point: point["N"], points=({"N": 1 << 20},))
+    configs = [triton.Config({"BLOCK": b}, num_warps=w) for b, w in ((128, 1), (1024, 4), (4096, 8))]
+    prune = pruner(spec="sm_120", kernel=K.add_kernel, launcher=launcher, top_k=1, log=None)
+    x = torch.empty(1 << 20, dtype=torch.float16)
+    kept = prune(configs, {"X": x, "Y": x, "Z": x, "N": 1 << 20})
+    assert prune.ranked_by == "estimate" and prune.last_point == {"N": 1 << 20}
+    kernel = bare_kernel(K.add_kernel, launcher=launcher, signature="X=*fp16:16,Y=*fp16:16,Z=*fp16:16,N=i32:16")
+    cfgs = [{"BLOCK": c.kwargs["BLOCK"], "num_warps": c.num_warps, "num_stages": c.num_stages} for c in configs]
+    spec = load_spec("sm_120")
+    evs = evidence.gather(kernel, spec, cfgs, compile=True, progress=False)
+    est = rank.estimate_many(kernel, spec, calibrate.resolve(spec), cfgs, [{"N": 1 << 20}], evs)
+    totals = [row[0].total_s for row in est]
+    assert [r["estimate_us"] for r in prune.decisions] == [pytest.approx(t * 1e6, abs=1e-3) for t in totals]
+    assert kept == [configs[min(range(3), key=totals.__getitem__)]]
 
 
 def test_a_config_that_cannot_even_be_built_is_dropped_not_raised():
@@ -171,6 +326,7 @@ def test_nothing_fits_is_a_typed_error_and_bad_arguments_are_rejected():
     for kwargs, fragment in [({"use": "guess"}, "use='guess' is not allowed"),
                              ({"by": "speed"}, "by='speed' is not allowed"),
                              ({"top_k": 0}, "top_k=0 is not allowed"),
+                             ({"point": 4096}, "point=4096 is not allowed"),
                              ({"use": "model"}, "use='model' needs card="),
                              ({"spec": "sm_12"}, "did you mean 'sm_120'")]:
         with pytest.raises(Exception, match=fragment):

@@ -6,7 +6,8 @@
 * a sweep larger than --max-configs (default 200) stops before compiling anything, with one
   line that says how to go on; --yes lifts the limit;
 * occmodel's Triton cache is bounded (oldest entries go first, young ones never), and
-  `occmodel cache info` / `cache clear [--older-than DAYS]` show and free both caches.
+  `occmodel cache info` / `cache clear [--older-than DAYS]` show and free the caches (compile
+  results, Triton's, the model memo; never a calibration).
 """
 
 from __future__ import annotations
@@ -197,6 +198,43 @@ def test_cache_info_and_clear(cache, capsys):
     assert cli.main(["cache", "clear"]) == 0
     assert "Cleared" in capsys.readouterr().out
     assert _cache.compile_entries() == [] and _cache.triton_entries() == []
+
+
+def test_cache_clear_also_clears_the_model_memo(cache, capsys):
+    """A real memo (predict writes it), an old fake one, and a calibration that must survive."""
+    from occmodel import load_spec, model
+    from occmodel.card import load_card
+    root = cache / "cache"
+    model._EXPR_CACHE.clear()
+    model.predict(load_card("decode_attention"), load_spec("sm_120"), load_card("decode_attention").resolve())
+    real = list((root / "model").rglob("*.json"))
+    assert real, "predict wrote no memo"
+    old = root / "model" / "ff" / ("ff" + "2" * 62 + ".json")
+    old.parent.mkdir(parents=True, exist_ok=True)
+    old.write_text('{"parts": [], "value": 1}')
+    t = time.time() - 10 * 86400
+    os.utime(old, (t, t))
+    calibration = root / "calibration" / "sm_120-x.yaml"
+    calibration.parent.mkdir(parents=True)
+    calibration.write_text("spec: sm_120\n")
+
+    assert cli.main(["cache", "info", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["model"]["path"] == str(root / "model") and doc["model"]["entries"] == len(real) + 1
+
+    assert cli.main(["cache", "clear", "--older-than", "7", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["cleared"]["model"]["entries"] == 1 and doc["model"]["entries"] == len(real)
+    assert not old.exists() and all(f.exists() for f in real)
+
+    assert cli.main(["cache", "clear", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["cleared"]["model"]["entries"] == len(real) and doc["model"]["entries"] == 0
+    assert not list((root / "model").rglob("*.json")) and _cache.model_entries() == []
+    assert calibration.exists()                                   # a measurement, not a cache
+    model._EXPR_CACHE.clear()                                     # the memo rebuilds: same numbers
+    assert model.predict(load_card("decode_attention"), load_spec("sm_120"),
+                         load_card("decode_attention").resolve()).shared == 37376
 
 
 def test_cache_command_bad_input(cache, capsys):
