@@ -1,5 +1,7 @@
-"""Autotune the matmul card's kernel over a real sweep twice -- without and with
-occmodel's pre-screening pruner -- and report what the pruner saved.
+"""Autotune the matmul card's kernel over a real sweep three times -- without occmodel's
+pre-screening pruner, with it, and with it keeping only its top K by the rank estimate
+(the point taken from the launch's M, N, K) -- and report what the pruner saved and
+how the top-K pick compares with the best of the full sweep.
 
 Each autotuning runs in its own child process with a fresh Triton cache and a fresh
 occmodel cache, and is timed from the first launch (which compiles, prunes and
@@ -82,8 +84,10 @@ def phase(args) -> dict:
     cache = os.environ["TRITON_CACHE_DIR"]
     out: dict = {"configs": len(configs)}
     prune_by = None
-    if args.phase == "pruned":
-        screen = pruner(spec=args.spec, kernel=mm._kernel, max_spills=0, processes=args.processes, log=None)
+    if args.phase in ("pruned", "topk"):
+        extra = dict(top_k=args.top_k, card="matmul") if args.phase == "topk" else {}
+        screen = pruner(spec=args.spec, kernel=mm._kernel, max_spills=0, processes=args.processes, log=None,
+                        **extra)
 
         def timed(cfgs, named_args, **kwargs):
             t0 = time.perf_counter()
@@ -107,8 +111,9 @@ def phase(args) -> dict:
     err = float((launch[2].float() - ref).norm() / ref.norm())
     out.update(benchmarked=len(timings), compiled_cubins=_cubins(cache), best=describe(tuned.best_config),
                best_ms=timings.get(describe(tuned.best_config)), rel_error_of_best=err, timings_ms=timings)
-    if args.phase == "pruned":
+    if args.phase in ("pruned", "topk"):
         out["decisions"] = screen.decisions
+        out["ranked_by"], out["note"] = getattr(screen, "ranked_by", None), getattr(screen, "note", "")
     return out
 
 
@@ -118,7 +123,8 @@ def _child(which: str, args) -> dict:
                    OCCMODEL_CACHE_DIR=os.path.join(tmp, "occmodel"))
         result = os.path.join(tmp, "result.json")
         cmd = [sys.executable, __file__, "--phase", which, "--result", result, "--spec", args.spec,
-               "--size", str(args.size), "--processes", str(args.processes), "--out", args.out]
+               "--size", str(args.size), "--processes", str(args.processes), "--out", args.out,
+               "--top-k", str(args.top_k)]
         if args.limit:
             cmd += ["--limit", str(args.limit)]
         proc = subprocess.run(cmd, env=env)
@@ -155,7 +161,9 @@ def main() -> int:
     ap.add_argument("--processes", type=int, default=min(16, os.cpu_count() or 1),
                     help="parallel compiles of the pruner (default: min(16, CPUs))")
     ap.add_argument("--limit", type=int, default=None, help="only the first N configs of the sweep")
-    ap.add_argument("--phase", choices=("plain", "pruned"), help=argparse.SUPPRESS)
+    ap.add_argument("--top-k", type=int, default=5,
+                    help="the third run keeps only the pruner's best K by the rank estimate (default 5)")
+    ap.add_argument("--phase", choices=("plain", "pruned", "topk"), help=argparse.SUPPRESS)
     ap.add_argument("--result", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.phase:
@@ -176,6 +184,7 @@ def main() -> int:
     t0 = time.perf_counter()
     info["plain"] = _child("plain", args)
     info["pruned"] = _child("pruned", args)
+    info["topk"] = _child("topk", args)
     info["screen_sm_120"] = screen_for("sm_120", args)
     info["total_s"] = round(time.perf_counter() - t0, 1)
     plain, pruned = info["plain"], info["pruned"]
@@ -183,19 +192,26 @@ def main() -> int:
     info["plain_ms_of_pruned_best"] = plain["timings_ms"].get(pruned["best"])
     finite = sorted((t, c) for c, t in plain["timings_ms"].items() if t is not None)
     info["pruned_best_rank_in_plain"] = next((i + 1 for i, (_, c) in enumerate(finite) if c == pruned["best"]), None)
+    topk = info["topk"]
+    info["topk_best_rank_in_plain"] = next((i + 1 for i, (_, c) in enumerate(finite) if c == topk["best"]), None)
+    info["topk_best_vs_plain_best"] = (round(plain["timings_ms"][topk["best"]] / finite[0][0], 4)
+                                       if finite and plain["timings_ms"].get(topk["best"]) else None)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as f:
         json.dump(info, f, indent=1)
 
     print(f"{info['device']}, triton {info['triton']}, {len(info['sweep'])} configs, "
           f"{args.size}^3 fp16 matmul, pruner target {args.spec}")
-    for name, r in (("without pruner", plain), ("with pruner", pruned)):
+    for name, r in (("without pruner", plain), ("with pruner", pruned), (f"pruner top {args.top_k}", topk)):
         extra = (f", pruning {r['prune_s']} s, kept {sum(d['kept'] for d in r['decisions'])}"
                  if "prune_s" in r else "")
         print(f"  {name:15s} wall {r['wall_s']:7.1f} s  benchmarked {r['benchmarked']:3d}  "
               f"cubins compiled {r['compiled_cubins']:3d}{extra}  best {r['best']} = {r['best_ms']} ms")
     print(f"  same best config: {info['same_best']}; the plain run timed the pruned pick at "
           f"{info['plain_ms_of_pruned_best']} ms (rank {info['pruned_best_rank_in_plain']} of {len(finite)})")
+    print(f"  top {args.top_k} by the rank estimate ({topk.get('ranked_by')}): its pick is rank "
+          f"{info['topk_best_rank_in_plain']} of {len(finite)} in the plain run, "
+          f"{info['topk_best_vs_plain_best']}x the best time; {topk.get('note') or ''}")
     s120 = info["screen_sm_120"]
     print(f"  sm_120 pre-screen (compiled here): keeps {s120['kept']} of {s120['of']} in {s120['seconds']} s")
     for name, decisions in ((args.spec, pruned["decisions"]), ("sm_120", s120["decisions"])):
