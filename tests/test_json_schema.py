@@ -34,6 +34,7 @@ def _documented():
         marks = []
         if "(GPU)" in invocation:
             marks.append(pytest.mark.requires_gpu)
+            argv.append("--spec=LOCAL")                 # the GPU's own spec: both commands refuse another
         rows.append(pytest.param(argv, extra, id=name, marks=marks))
     return rows
 
@@ -87,8 +88,15 @@ def _own_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("OCCMODEL_CACHE_DIR", str(tmp_path / "occmodel-cache"))
 
 
+def _local_spec() -> str:
+    import torch
+    major, minor = torch.cuda.get_device_capability(0)
+    return f"sm_{major}{minor}"
+
+
 def _run(argv, fmt, tmp_path, capsys):
     argv = [str(tmp_path / a) if a.startswith("F.") else a for a in argv]
+    argv = [f"--spec={_local_spec()}" if a == "--spec=LOCAL" else a for a in argv]
     rc = cli.main(argv + ["--format", fmt])
     out = capsys.readouterr().out
     assert rc == 0, out
