@@ -12,10 +12,8 @@ CTAs/SM, in a full wave; fewer in the tail). Per loop iteration one CTA needs:
 and one iteration of the c co-resident CTAs takes the slowest of (all times in seconds)::
 
     step(c) = max(lat,                         (a) latency: L(q) / k with k = tiles ahead >= 1;
-                                                   unpipelined (k = 0) a CTA waits L(q) for the u
-                                                   iterations whose loads ptxas hoisted together
-                                                   (u: the SASS loop's unroll), then computes:
-                                                   L(q) / u + s / SMEM_sm + f / P_sm
+                                                   unpipelined (k = 0) a CTA waits L(q), then computes:
+                                                   L(q) + s / SMEM_sm + f / P_sm
                   c x d / (BW / SMs),          (b) its share of DRAM bandwidth
                   c x t / (BW_L2 / SMs),       (c) of L2 bandwidth
                   c x s / SMEM_sm,             (d) of shared-memory bandwidth (128 B/clk/SM)
@@ -23,9 +21,11 @@ and one iteration of the c co-resident CTAs takes the slowest of (all times in s
                   c x W x i / (min(4, c x W) x clock))
                                                (f) instruction issue: W warps per CTA each issue i
                                                    slots per iteration (the SASS loop's instructions,
-                                                   MUFU ops x 8, over u); 4 schedulers per SM
+                                                   MUFU ops x 8, over u, the source iterations one trip
+                                                   of the SASS loop covers: ptxas unrolls); 4 schedulers
+                                                   per SM
 
-L(q) is a tile's loaded latency with q = c x max(k, u) x t bytes in flight per SM: the DRAM
+L(q) is a tile's loaded latency with q = c x max(k, 1) x t bytes in flight per SM: the DRAM
 latency at rho x q, rho = d / t the share of the tile that comes from DRAM (only that share
 queues at DRAM; the tile waits for its slowest line: loaded_latency). The DRAM latency is the
 calibration's latency curve read at that load (calibrate.latency_at), capped by what term (b)
@@ -221,14 +221,14 @@ class _Loop:
     s: float           # shared-memory operand reads
     f: float           # tensor FLOPs
     k: int             # tiles ahead (0: unpipelined)
-    u: int = 1         # iterations whose loads are in flight together when unpipelined
+    u: int = 1         # source iterations per SASS loop trip (informational: the issue term is per iteration)
     warps: int = 0     # warps per CTA (0: term (f) off)
     issue: float = 0.0 # issue slots per warp per iteration
 
 
 def in_flight(c: int, lp: _Loop) -> float:
-    """q: bytes in flight per SM with c CTAs resident."""
-    return c * max(lp.k, lp.u, 1) * lp.t
+    """q: bytes in flight per SM with c CTAs resident (k tiles each; one when unpipelined)."""
+    return c * max(lp.k, 1) * lp.t
 
 
 def dram_share(lp: _Loop) -> float:
@@ -251,7 +251,7 @@ def _steps(r: _Rates, c: int, lp: _Loop, lat: float | None = None) -> dict[str, 
     own = lp.s / (r.smem / per) + lp.f / (r.peak / per)
     warps = c * lp.warps
     issue = warps * lp.issue / (min(4, warps) * r.clock) if warps and lp.issue else 0.0
-    return {"latency": L / lp.k if lp.k >= 1 else L / max(1, lp.u) + own, "dram": c * lp.d / (r.bw / per),
+    return {"latency": L / lp.k if lp.k >= 1 else L + own, "dram": c * lp.d / (r.bw / per),
             "l2": c * lp.t / (r.l2 / per), "shared": c * lp.s / (r.smem / per), "tensor": c * lp.f / (r.peak / per),
             "issue": issue}
 

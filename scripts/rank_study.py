@@ -439,6 +439,9 @@ def cmd_evaluate(args) -> int:
     want = set(args.kernels.split(",")) if args.kernels else None
     entries = [e for e in entries if (want is None or e["kernel"] in want) and (args.role in ("all", e["role"]))]
     cals = calibrations(doc, spec, args.product)
+    if args.calibrations_from:
+        other = calibrations(json.loads(Path(args.calibrations_from).read_text()), spec, args.product)
+        cals.update({f"{n} (other start)": c for n, c in other.items() if n != "datasheet"})
     if args.calibration:
         cals = {n: c for n, c in cals.items() if n in args.calibration.split(",")}
     kernels = []
@@ -462,6 +465,39 @@ def cmd_evaluate(args) -> int:
     return 0
 
 
+def cmd_rerun(args) -> int:
+    """Two `measure` files of the same sweeps (separate machine starts): how well the GPU agrees with
+    itself (the ceiling for any model) and how the calibrations moved."""
+    from occmodel import rank as R
+    docs = [json.loads(Path(p).read_text()) for p in (args.first, args.second)]
+    lines = [f"# Run to run: {args.first} vs {args.second}", "",
+             "Made by: `python3 scripts/rank_study.py " + " ".join(sys.argv[1:]) + "`", "",
+             "## The same sweep timed on two machine starts", "",
+             "| kernel | point | configs | Spearman (run 1 vs run 2) | median abs(t2 / t1 - 1) | run 1's best, run 2's rank of it |",
+             "|---|---|---|---|---|---|"]
+    by_name = [{e["kernel"]: e for e in measured_entries(d)} for d in docs]
+    for name in [n for n in by_name[1] if n in by_name[0]]:
+        a, b = by_name[0][name], by_name[1][name]
+        for j, pt in enumerate(a["points"]):
+            idx = [i for i in range(len(a["configs"])) if a["median_s"][i][j] and b["median_s"][i][j]]
+            ta, tb = [a["median_s"][i][j] for i in idx], [b["median_s"][i][j] for i in idx]
+            best = min(range(len(ta)), key=lambda i: ta[i])
+            lines.append(f"| {name} | {','.join(f'{k}={v}' for k, v in pt.items())} | {len(idx)} | "
+                         f"{R.spearman(ta, tb):.4f} | {statistics.median(abs(y / x - 1) for x, y in zip(ta, tb)):.4f} | "
+                         f"{R.standing(tb)[best]} |")
+    lines += ["", "## Calibrations (every one of both runs)", "",
+              "| run | # | latency_ns (the threshold pick) | " + " | ".join(
+                  f"{q / 1024:g} KB/SM" for q, _ in docs[0]["calibrations"][0]["latency_curve"]) + " | copy GB/s |",
+              "|---|---|---|" + "---|" * len(docs[0]["calibrations"][0]["latency_curve"]) + "---|"]
+    for r, d in enumerate(docs):
+        for n, c in enumerate(d["calibrations"]):
+            lines.append(f"| {r + 1} | {n + 1} | {c['latency_ns']:g} | " + " | ".join(
+                f"{ns:g}" for _, ns in c["latency_curve"]) + f" | {c['bandwidth_gbs']:g} |")
+    Path(args.out).write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -482,9 +518,16 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--kernels", default="", help="only these kernels (comma-separated)")
     e.add_argument("--legacy", default=None, help="also session 2's rank_sweep JSON (decode_attention, matmul)")
     e.add_argument("--calibration", default="", help="only these calibrations, e.g. 'measured 1,datasheet'")
+    e.add_argument("--calibrations-from", default=None,
+                   help="also every calibration of another `measure` file (e.g. another machine start)")
     e.add_argument("--product", default="H200", help="the spec product for datasheet figures")
     e.add_argument("--any-triton", action="store_true", help="compile with this triton even if the GPU ran another")
     e.set_defaults(run=cmd_evaluate)
+    rr = sub.add_parser("rerun", help="two `measure` files of the same sweeps: the GPU against itself")
+    rr.add_argument("first")
+    rr.add_argument("second")
+    rr.add_argument("--out", required=True, help="write this markdown file")
+    rr.set_defaults(run=cmd_rerun)
     args = ap.parse_args(argv)
     unknown = [k for k in getattr(args, "kernels", "").split(",") if k and k not in SWEEPS]
     if unknown:

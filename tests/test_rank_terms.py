@@ -81,11 +81,13 @@ def test_latency_curve_round_trips_and_bad_curves_are_named(tmp_path):
 def test_loaded_latency_floor_cap_and_dram_share():
     r = R.rates(_cal(), peak_flops=1e15)
     assert r.clock == pytest.approx(2e9)
-    # rmsnorm-like: every byte from DRAM (d = t), 8 CTAs x 4 tiles x 1 KB = 32 KB in flight per SM:
+    # every byte from DRAM (d = t), 16 CTAs x 2 tiles ahead x 1 KB = 32 KB in flight per SM:
     # curve 700 + 1,900 x 16 / 48 = 1,333.3 ns; the cap q / (BW / SMs) = 32,768 / 40 GB/s = 819.2 ns
-    lp = R._Loop(d=1024, t=1024, s=0, f=0, k=0, u=4)
-    assert R.in_flight(8, lp) == 32768
-    assert R.loaded_latency(r, 8, lp) == pytest.approx(819.2e-9)
+    lp = R._Loop(d=1024, t=1024, s=0, f=0, k=2)
+    assert R.in_flight(16, lp) == 32768
+    assert R.loaded_latency(r, 16, lp) == pytest.approx(819.2e-9)
+    # unpipelined: one tile in flight per CTA whatever ptxas's unroll (u is the issue term's, not the latency's)
+    assert R.in_flight(8, R._Loop(d=1024, t=1024, s=0, f=0, k=0, u=4)) == 8192
     # GEMM-like: a tenth of the tile from DRAM; 0.1 x 64 KB = 6.4 KB reads the floor (16 KB): 700 ns
     gemm = R._Loop(d=3276.8, t=32768, s=0, f=0, k=2)
     assert R.dram_share(gemm) == pytest.approx(0.1)
@@ -98,9 +100,9 @@ def test_issue_term_and_unpipelined_latency():
     lp = R._Loop(d=1024, t=1024, s=0, f=0, k=0, u=2, warps=4, issue=100.0)
     steps = R._steps(r, 2, lp)
     assert steps["issue"] == pytest.approx(100e-9)
-    # unpipelined: the latency of the 2 hoisted iterations over 2 (q = 2 x 2 x 1 KB = 4 KB -> the floor, 700 ns;
-    # the cap 4,096 / 40 GB/s = 102.4 ns is below the floor's latency, so the floor holds)
-    assert steps["latency"] == pytest.approx(700e-9 / 2)
+    # unpipelined: a CTA waits its tile each iteration (q = 2 x 1 KB = 2 KB -> the floor, 700 ns; the cap
+    # 16,384 / 40 GB/s = 409.6 ns is below the floor's latency, so the floor holds), own compute 0
+    assert steps["latency"] == pytest.approx(700e-9)
     # one warp alone issues one slot per clock at most: 100 slots -> 50 ns
     assert R._steps(r, 1, R._Loop(d=1, t=1, s=0, f=0, k=0, warps=1, issue=100.0))["issue"] == pytest.approx(50e-9)
     # an unpipelined kernel pays no separate first-tile latency; a pipelined one does
