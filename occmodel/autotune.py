@@ -363,9 +363,10 @@ class Pruner:
         kernel = self._workload(self._chain)
         alive = [r for r in rows if r["kept"]]
         try:
-            cal = self.calibration or calibrate.resolve(self.spec, None, self.product)
+            product = self.product or _local_product(self.spec)
+            cal = self.calibration or calibrate.resolve(self.spec, None, product)
             cfgs = [self._rank_config(kernel, r) for r in alive]
-            est = rank.estimate_many(kernel, self.spec, cal, cfgs, [point], [r["_ev"] for r in alive], self.product)
+            est = rank.estimate_many(kernel, self.spec, cal, cfgs, [point], [r["_ev"] for r in alive], product)
         except Exception as exc:                # a hook that fails is a fallback, never a crash
             return f"the estimate failed: {_one_line(exc)}"
         for r, (e,) in zip(alive, est):
@@ -472,6 +473,23 @@ class Pruner:
                       extra={"ranked_by": self.ranked_by, "note": self.note, "point": self.last_point})
 
 
+def _local_product(spec: HardwareSpec) -> str | None:
+    """The spec product of the GPU this process already uses (torch imported, a device of the spec's
+    arch visible), so datasheet figures are the H200's on an H200; None otherwise (the spec's first).
+    Never imports torch itself."""
+    import sys
+    torch = sys.modules.get("torch")
+    try:
+        if torch is None or not torch.cuda.is_available():
+            return None
+        if tuple(torch.cuda.get_device_capability(0)) != tuple(spec.compute_capability):
+            return None
+        prod = spec.product_for_gpu(torch.cuda.get_device_name(0))
+        return prod.name if prod else None
+    except Exception:                          # no driver, a broken install: the spec's default product
+        return None
+
+
 def pruner(spec: str | HardwareSpec = "sm_120", kernel_args_to_signature: Callable[[dict], Mapping] | None = None,
            max_spills: int = 0, min_blocks: int = 1, top_k: int | None = None, by: str = "estimate",
            use: str = "compile", card=None, log: int | Callable[[str], None] | None = logging.INFO, *,
@@ -494,7 +512,8 @@ def pruner(spec: str | HardwareSpec = "sm_120", kernel_args_to_signature: Callab
       ``f(launch_args) -> dict``. card / launcher: the workload hooks (with use="compile" the card
       only supplies them; the compile still uses the launch's real arguments). calibration: a
       Calibration or a calibration YAML path (default: calibrate.resolve(spec), i.e. a cached
-      calibration of the spec, else the datasheet); product: the spec's product for datasheet figures.
+      calibration of the spec, else the datasheet); product: the spec's product for datasheet figures
+      (default: the local GPU's when torch already runs on one of the spec's arch, else the spec's first).
     """
     return Pruner(spec, kernel, kernel_args_to_signature, max_spills, min_blocks, top_k, by, use, card,
                   card_config, processes, log, point, launcher, calibration, product)
