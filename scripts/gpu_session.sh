@@ -31,7 +31,7 @@ for part in $parts; do
         --candidate num_warps=2 --candidate num_warps=8 --candidate num_stages=3 --points C=1,8,48,64,96 \
         -D ctx=8192 --out "$OUT/validate_warps" --format table 2>&1 | tail -70 ;;
     rank)
-      python3 scripts/rank_sweep.py --out "$OUT/rank" --spec sm_90 --samples 5 --full-calibration 2>&1 | tail -40 ;;
+      python3 scripts/rank_study.py measure --out "$OUT/rank_study.json" --samples 7 2>&1 | tail -40 ;;
     bare)
       # your kernel, no card: a bare @triton.jit flash-attention forward + its launcher file.
       # rank (static, compiled for sm_90, the calibration measured here) picks 3 configs; validate times them

@@ -199,45 +199,56 @@ def test_rank_cli_rejects_unknown_point():
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
-# ---------------------------------------------------------------- rank_sweep's pure parts
-def _sweep_module():
-    spec = importlib.util.spec_from_file_location("rank_sweep", ROOT / "scripts" / "rank_sweep.py")
+# ---------------------------------------------------------------- rank_study's pure parts
+def _study_module():
+    spec = importlib.util.spec_from_file_location("rank_study", ROOT / "scripts" / "rank_study.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
 
 
-def test_sweep_configs_are_valid_and_enough():
-    from occmodel.card import load_card
-    m = _sweep_module()
-    dec = m.decode_configs(load_card("decode_attention"))
-    mm = m.matmul_configs(load_card("matmul"))
-    assert len(dec) >= 40 and len(mm) >= 40
-    assert all(c["PAGE_SIZE"] % c["BLOCK_T"] == 0 for c in dec)
-    for lever in m.SEED_LEVERS.values():                 # the seed's levers are in the sweep
-        assert load_card("decode_attention").resolve(lever) in dec
+def test_study_sweeps_are_the_declared_ones():
+    m = _study_module()
+    sizes = {}
+    for name in m.SWEEPS:
+        kernel, points = m.load_kernel(name)
+        sizes[name] = (len(m.valid_configs(kernel, m.sweep_configs(m.SWEEPS[name]["axes"]))), len(points))
+    # reports/kernels_dev_heldout.md: >= 40 configs x >= 3 points per held-out kernel
+    assert {n: s for n, s in sizes.items() if m.SWEEPS[n]["role"] == "held-out"} == {
+        "flash_attention": (48, 3), "splitk_gemm": (64, 3), "moe_gather": (64, 3), "softmax_online": (40, 3)}
+    assert sizes["rmsnorm"] == (60, 4) and sizes["decode_attention"][0] >= 40 and sizes["matmul"][0] >= 40
+    dec, _ = m.load_kernel("decode_attention")           # the seed's levers are in the decode sweep
+    cfgs = [dec.resolve(c) for c in m.valid_configs(dec, m.sweep_configs(m.SWEEPS["decode_attention"]["axes"]))]
+    for lever in ({}, {"num_warps": 8}, {"num_stages": 3}):
+        assert dec.resolve(lever) in cfgs
 
 
-def test_sweep_summarize_skips_failures():
-    m = _sweep_module()
-    # measured best is index 1 (1.0); its estimate 10 is the smallest -> rank 1, in top 3
-    s = m.summarize([3.0, 1.0, 2.0, None], [30.0, 10.0, 20.0, 5.0])
-    assert s == {"n": 3, "spearman": 1.0, "best_in_top3": True, "best": 1, "best_est_rank": 1}
-    # a non-fitting config (inf estimate) is left out too
-    assert m.summarize([1.0, 2.0], [math.inf, 1.0])["n"] == 1
-    assert m.summarize([None], [1.0])["n"] == 0
+def test_study_metrics_on_hand_worked_numbers():
+    m = _study_module()
+    # measured best is index 1 (1.0 s); its estimate 10 is the smallest -> rank 1, in the top 3; the estimate's
+    # #1 is that config: 1.0 / 1.0; |est/meas - 1| = 9, 9, 9 -> median 9; the None and the inf are left out
+    s = m.metrics([3.0, 1.0, 2.0, None, 5.0], [30.0, 10.0, 20.0, 5.0, math.inf])
+    assert s == {"n": 3, "spearman": 1.0, "best_in_top3": True, "top1_vs_best": 1.0, "top1_within": True,
+                 "ties_at_1": 1, "best_est_rank": 1, "median_abs_err": 9.0}
+    # a 2-way tie at #1 on the estimate counts by its slower member: 1.5 / 1.0 -> not within 3 %
+    t = m.metrics([1.0, 1.5, 2.0], [1.0, 1.0, 3.0])
+    assert t["ties_at_1"] == 2 and t["top1_vs_best"] == 1.5 and t["top1_within"] is False
+    assert m.metrics([None], [1.0]) == {"n": 0}
 
 
-def test_sweep_without_gpu_exits_2(tmp_path):
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "rank_sweep.py"), "--out", str(tmp_path / "r")],
-                          capture_output=True, text=True, timeout=300)
+def test_study_measure_without_gpu_exits_2(tmp_path):
     try:
         import torch
         if torch.cuda.is_available():
             pytest.skip("a GPU is visible")
     except ImportError:
         pass
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "rank_study.py"), "measure", "--out",
+                           str(tmp_path / "r.json")], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    bad = subprocess.run([sys.executable, str(ROOT / "scripts" / "rank_study.py"), "measure", "--out",
+                          str(tmp_path / "r.json"), "--kernels", "nope"], capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "unknown kernel 'nope'" in bad.stderr
 
 
 def test_ties_are_shown_as_ties():
