@@ -1,4 +1,4 @@
-"""The static throughput model (occmodel.rank), the rank CLI, and rank_sweep's pure parts.
+"""The static throughput model (occmodel.rank), the rank CLI, and rank_study's pure parts.
 Hand-worked numbers in comments next to each assertion."""
 
 import importlib.util
