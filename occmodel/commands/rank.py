@@ -109,7 +109,7 @@ def run(args) -> Report:
                  ("blocks_per_sm", "blocks/SM"), ("waves", "waves"), ("iterations", "iters"),
                  ("tiles_in_flight", "tiles ahead"), ("shared_kb", "smem reads KB/iter"),
                  ("lat_ns", "(a) latency ns"), ("dram_ns", "(b) DRAM ns"), ("l2_ns", "(c) L2 ns"),
-                 ("shared_ns", "(d) shared ns"), ("tensor_ns", "(e) tensor ns"), ("waves_us", "main us"),
+                 ("shared_ns", "(d) shared ns"), ("tensor_ns", "(e) tensor ns"), ("issue_ns", "(f) issue ns"), ("waves_us", "main us"),
                  ("tail_us", "tail wave us"), ("secondary_us", "secondary us"), ("spill_us", "spill us"),
                  ("launch_us", "launch us")]
     for j, lab in enumerate(labels):
@@ -125,6 +125,7 @@ def run(args) -> Report:
                          "shared_kb": round(e.shared_per_iter / 1024, 1) if e.shared_per_iter else None,
                          "lat_ns": _ns(e.latency_step_s), "dram_ns": _ns(e.dram_step_s), "l2_ns": _ns(e.l2_step_s),
                          "shared_ns": _ns(e.shared_step_s), "tensor_ns": _ns(e.tensor_step_s),
+                         "issue_ns": _ns(e.issue_step_s),
                          "waves_us": _us(e.waves_s), "tail_us": _us(e.tail_s), "secondary_us": _us(e.secondary_s),
                          "spill_us": _us(e.spill_s), "launch_us": _us(e.launch_s)})
         sections.append(Section(f"Point {_label(points[j], list(points[j]))}", term_cols, rows))
