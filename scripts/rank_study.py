@@ -55,6 +55,15 @@ SWEEPS: dict[str, dict[str, Any]] = {
     "rmsnorm": {"file": "examples/rmsnorm.py", "role": "development",
                 "axes": {"BLOCK_N": [256, 512, 1024, 2048, 4096, 8192], "num_warps": [1, 2, 4, 8, 16],
                          "num_stages": [1, 2]}},
+    "layernorm_rows": {"file": "examples/layernorm_rows.py", "role": "held-out-2",
+                       "axes": {"BLOCK_M": [1, 2, 4, 8], "BLOCK_N": [256, 512, 1024, 2048, 4096],
+                                "num_warps": [4, 8, 16], "num_stages": [2]}},
+    "bmm": {"file": "examples/bmm.py", "role": "held-out-2",
+            "axes": {"BLOCK_M": [64, 128], "BLOCK_N": [64, 128], "BLOCK_K": [32, 64], "num_warps": [4, 8],
+                     "num_stages": [2, 3, 4]}},
+    "swiglu": {"file": "examples/swiglu.py", "role": "held-out-2",
+               "axes": {"BLOCK_N": [128, 256, 512, 1024, 2048, 4096, 8192, 16384],
+                        "num_warps": [1, 2, 4, 8, 16], "num_stages": [2]}},
     "decode_attention": {"card": "decode_attention", "role": "development",
                          "axes": {"BLOCK_T": [16, 32, 64], "BLOCK_H": [16, 32], "num_warps": [2, 4, 8],
                                   "num_stages": [1, 2, 3, 4]},
@@ -514,7 +523,7 @@ def main(argv: list[str] | None = None) -> int:
     e = sub.add_parser("evaluate", help="estimate every measured config and compare (no GPU)")
     e.add_argument("measured", help="a `measure` JSON file")
     e.add_argument("--out", required=True, help="write OUT.json and OUT.md")
-    e.add_argument("--role", default="held-out", choices=("held-out", "development", "all"))
+    e.add_argument("--role", default="held-out", choices=("held-out", "held-out-2", "development", "all"))
     e.add_argument("--kernels", default="", help="only these kernels (comma-separated)")
     e.add_argument("--legacy", default=None, help="also session 2's rank_sweep JSON (decode_attention, matmul)")
     e.add_argument("--calibration", default="", help="only these calibrations, e.g. 'measured 1,datasheet'")

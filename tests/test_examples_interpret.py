@@ -88,6 +88,37 @@ CASES: dict[str, dict[str, tuple[dict, dict]]] = {
         "block_wider_than_row_fp16": ({"M": 5, "N": 300, "dtype": "fp16"},
                                       {"BLOCK_N": 1024, "num_warps": 8, "num_stages": 2}),
     },
+    "layernorm_rows": {
+        "ragged_rows_and_chunks_fp32": ({"M": 7, "N": 1000, "dtype": "fp32"},
+                                        {"BLOCK_M": 4, "BLOCK_N": 256, "num_warps": 4, "num_stages": 2}),
+        "one_row_tile_of_8_fp16": ({"M": 1, "N": 333, "dtype": "fp16"},
+                                   {"BLOCK_M": 8, "BLOCK_N": 64, "num_warps": 1, "num_stages": 2}),
+        "block_wider_than_row_bf16": ({"M": 9, "N": 300, "dtype": "bf16"},
+                                      {"BLOCK_M": 2, "BLOCK_N": 512, "num_warps": 8, "num_stages": 1}),
+        "one_row_per_cta_exact_chunks_bf16": ({"M": 3, "N": 512, "dtype": "bf16"},
+                                              {"BLOCK_M": 1, "BLOCK_N": 128, "num_warps": 2, "num_stages": 2}),
+    },
+    "bmm": {
+        "ragged_all_dims_fp32": ({"BATCH": 3, "M": 37, "N": 45, "K": 100, "dtype": "fp32"},
+                                 {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "num_warps": 4, "num_stages": 2}),
+        "tiles_bigger_than_matrix_fp16": ({"BATCH": 2, "M": 20, "N": 33, "K": 70, "dtype": "fp16"},
+                                          {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 16, "num_warps": 4,
+                                           "num_stages": 3}),
+        "batch_of_one_bf16": ({"BATCH": 1, "M": 64, "N": 48, "K": 129, "dtype": "bf16"},
+                              {"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 64, "num_warps": 2, "num_stages": 2}),
+        "m_equals_1_bf16": ({"BATCH": 5, "M": 1, "N": 50, "K": 64, "dtype": "bf16"},
+                            {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 32, "num_warps": 1, "num_stages": 1}),
+    },
+    "swiglu": {
+        "ragged_chunks_fp32": ({"M": 6, "N": 1000, "dtype": "fp32"},
+                               {"BLOCK_N": 128, "num_warps": 4, "num_stages": 2}),
+        "one_column_fp16": ({"M": 3, "N": 1, "dtype": "fp16"},
+                            {"BLOCK_N": 16, "num_warps": 1, "num_stages": 2}),
+        "tail_chunk_of_one_bf16": ({"M": 4, "N": 257, "dtype": "bf16"},
+                                   {"BLOCK_N": 64, "num_warps": 2, "num_stages": 2}),
+        "block_wider_than_row_fp16": ({"M": 5, "N": 300, "dtype": "fp16"},
+                                      {"BLOCK_N": 1024, "num_warps": 8, "num_stages": 2}),
+    },
 }
 
 # kernel module -> configs compiled for each arch at the module's first POINT
@@ -102,6 +133,12 @@ COMPILE_CFGS: dict[str, list[dict]] = {
                    {"BLOCK_T": 16, "BLOCK_D": 128, "num_warps": 8, "num_stages": 3}],
     "softmax_online": [{"BLOCK_N": 2048, "num_warps": 8, "num_stages": 2},
                        {"BLOCK_N": 256, "num_warps": 1, "num_stages": 3}],
+    "layernorm_rows": [{"BLOCK_M": 2, "BLOCK_N": 1024, "num_warps": 4, "num_stages": 2},
+                       {"BLOCK_M": 8, "BLOCK_N": 2048, "num_warps": 16, "num_stages": 2}],
+    "bmm": [{"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 4, "num_stages": 3},
+            {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "num_stages": 4}],
+    "swiglu": [{"BLOCK_N": 1024, "num_warps": 4, "num_stages": 2},
+               {"BLOCK_N": 8192, "num_warps": 16, "num_stages": 2}],
 }
 
 

@@ -216,6 +216,9 @@ def test_study_sweeps_are_the_declared_ones():
     # reports/kernels_dev_heldout.md: >= 40 configs x >= 3 points per held-out kernel
     assert {n: s for n, s in sizes.items() if m.SWEEPS[n]["role"] == "held-out"} == {
         "flash_attention": (48, 3), "splitk_gemm": (64, 3), "moe_gather": (64, 3), "softmax_online": (40, 3)}
+    # round 2 (declared after round 1's held-out kernels were spent): >= 40 configs x 3 points each
+    assert {n: s for n, s in sizes.items() if m.SWEEPS[n]["role"] == "held-out-2"} == {
+        "layernorm_rows": (60, 3), "bmm": (48, 3), "swiglu": (40, 3)}
     assert sizes["rmsnorm"] == (60, 4) and sizes["decode_attention"][0] >= 40 and sizes["matmul"][0] >= 40
     dec, _ = m.load_kernel("decode_attention")           # the seed's levers are in the decode sweep
     cfgs = [dec.resolve(c) for c in m.valid_configs(dec, m.sweep_configs(m.SWEEPS["decode_attention"]["axes"]))]
