@@ -150,6 +150,7 @@ class DerivedModel:
     _forms: dict[tuple, list[Form]] = field(default_factory=dict)
     _coef: tuple[float, float, float] = (0.0, 0.0, 0.0)
     _held_forms: dict[tuple, list[Form]] = field(default_factory=dict)
+    _presence: dict[str, list[tuple[str, ...]]] = field(default_factory=dict)
     fraction: float = 0.0                      # share of the sweep compiled
     failed: list[str] = field(default_factory=list)          # sampled configs that did not compile
     sample_index: list[int] = field(default_factory=list)    # their positions in the sweep
@@ -170,7 +171,7 @@ class DerivedModel:
     def _points(self, bkey: str, i: int, structure):
         pts, vals = [], []
         for s in self.sample:
-            if structure is not None and s.alloc.structure != structure:
+            if structure is not None and explicit_of(s.alloc) != structure:
                 continue
             for b in s.alloc.buffers:
                 if b.key == bkey:
@@ -184,13 +185,14 @@ class DerivedModel:
 
     def forms(self, b: Buffer, i: int, structure) -> list[Form]:
         """Forms of a buffer's dimension i (explicit) or bytes (scratch): over the whole
-        sample, else over its piece only."""
+        sample, else over its piece (configs with the same explicit buffers) only."""
         return self._fitted(b, i, structure)[0]
 
     def _fitted(self, b: Buffer, i: int, structure) -> tuple[list[Form], tuple | None]:
         f = self._forms.get(("all", b.key, i))
         if f:
             return f, None
+        structure = self._explicit(structure)
         key = ("piece", b.key, i, structure)
         if key not in self._forms:
             self._forms[key] = self._fit_buffer(b.key, i, structure)
@@ -198,37 +200,128 @@ class DerivedModel:
 
     def _unseen(self, b: Buffer, structure, cfg) -> list[str]:
         """Parameters cfg moves that the sample never varied where buffer b exists: its
-        size cannot be extrapolated along them (one point fits a constant, not a rule)."""
-        _, st = self._fitted(b, 0, structure)
-        pts = [s.cfg for s in self.sample if (st is None or s.alloc.structure == st)
+        size cannot be extrapolated along them (one point fits a constant, not a rule).
+        Where b's size comes from a form fitted over every code path, also the parameters
+        of that form which cfg's own code path never varied: a form fitted across code
+        paths can hold on each sampled point and still mix them (sm_90: a ring num_stages
+        deep for wgmma tiles, num_stages-1 for mma.sync tiles), so it is not extrapolated
+        along a parameter that its code path was sampled at one value of."""
+        forms, st = self._fitted(b, 0, structure)
+        pts = [s.cfg for s in self.sample if (st is None or explicit_of(s.alloc) == st)
                and any(o.key == b.key for o in s.alloc.buffers)]
-        return [p for p in self.params if len({c[p] for c in pts}) == 1 and cfg[p] != pts[0][p]]
+        out = [p for p in self.params if len({c[p] for c in pts}) == 1 and cfg[p] != pts[0][p]]
+        if st is None:
+            own = self._explicit(structure)
+            mine = [s.cfg for s in self.sample if explicit_of(s.alloc) == own
+                    and any(o.key == b.key for o in s.alloc.buffers)]
+            used = set().union(*[{x.name for x in f.expr.free_symbols}
+                                 for i in range(len(b.dims) if b.kind == "explicit" else 1)
+                                 for f in self.forms(b, i, structure)])
+            out += [p for p in self.params if p in used and p not in out and mine
+                    and len({c[p] for c in mine}) == 1 and cfg[p] != mine[0][p]]
+        return out
 
     # ------------------------------------------------------------- pieces
+    def presence_sets(self, key: str) -> list[tuple[str, ...]]:
+        """The smallest parameter sets whose values decide, on the sample, whether buffer
+        `key` exists ([()] for a buffer every sampled config has)."""
+        if key not in self._presence:
+            self._presence[key] = _deciding(self.sample, self.params,
+                                            lambda s: any(b.key == key for b in s.alloc.buffers))
+        return self._presence[key]
+
+    def _present(self, key: str, cfg) -> tuple[bool | None, str]:
+        """Does buffer `key` exist at cfg: (True/False, "") or (None, why). Two rules, the
+        first that answers wins:
+
+        1. every smallest parameter set deciding it on the sample has cfg's values on a
+           sampled config, and those configs agree;
+        2. it exists on a *box* of parameter values (a product of value sets: a layout
+           scratch only at BLOCK_N=64 with num_warps=2) -- the smallest box holding every
+           sampled config that has it holds none that lacks it -- and cfg is inside that box
+           (exists), or stretching the box to cfg takes in a sampled config that lacks it
+           (cannot exist: no box fits the sample and holds cfg). The same with "exists" and
+           "lacks" swapped (lacks it on a box). Otherwise boxes that fit the sample disagree
+           at cfg, and so no answer."""
+        votes, why = set(), ""
+        for sset in self.presence_sets(key):
+            match = next((s for s in self.sample if all(s.cfg[p] == cfg[p] for p in sset)), None)
+            if match is None:
+                vals = ", ".join(f"{p}={cfg[p]}" for p in sset)
+                why = (f"buffer {self._label(key)} exists or not depending on {', '.join(sset)}; "
+                       f"no sampled config has {vals}")
+                votes = set()
+                break
+            votes.add(any(b.key == key for b in match.alloc.buffers))
+        if len(votes) == 1:
+            return votes.pop(), ""
+        why = why or (f"the sample does not tell which parameters decide whether buffer {self._label(key)} "
+                      "exists here (" + " or ".join(", ".join(x) for x in self.presence_sets(key)) + ")")
+        has = [any(b.key == key for b in s.alloc.buffers) for s in self.sample]
+        for label in (True, False):
+            v = _box_verdict([s.cfg for s, h in zip(self.sample, has) if h == label],
+                             [s.cfg for s, h in zip(self.sample, has) if h != label], cfg, self.params)
+            if v is not None:
+                return v == label, ""
+        return None, why
+
+    def _explicit(self, structure) -> frozenset[str] | None:
+        """The explicit buffers' keys of a structure (None stays None)."""
+        if structure is None:
+            return None
+        kinds = {b.key: b.kind for s in self.sample for b in s.alloc.buffers}
+        return frozenset(k for k in structure if kinds.get(k) == "explicit")
+
+    def _label(self, key: str) -> str:
+        return next(b.label for s in self.sample for b in s.alloc.buffers if b.key == key)
+
+    def _keys(self, kind: str) -> list[str]:
+        out: dict[str, None] = {}
+        for s in self.sample:
+            for b in s.alloc.buffers:
+                if b.kind == kind:
+                    out.setdefault(b.key)
+        return list(out)
+
     def _piece(self, cfg: Mapping[str, Any]) -> tuple[Sampled | None, str]:
-        """(the nearest sampled config on cfg's code path, "") or (None, why)."""
+        """(a sampled config on cfg's code path -- the nearest one, its scratch buffers
+        adjusted to those cfg has -- and "") or (None, why).
+
+        A code path is the set of buffers. Each buffer's presence is decided separately, by
+        the smallest set of parameters that decides it on the sample (a layout-conversion
+        scratch that exists only for BLOCK_N=64 with num_warps=2 needs those two values seen
+        together, not every combination of all parameters). The explicit buffers (their
+        liveness spans the kernel) must match a sampled config's exactly; a scratch buffer
+        lives at one op only, so one the nearest config lacks is placed where a sampled config
+        on the same code path has it, relative to the explicit buffers (:func:`_with_scratch`)."""
         unseen = [p for p in self.params if all(s.cfg[p] != cfg[p] for s in self.sample)]
         if unseen:
             vals = ", ".join(f"{p}={cfg[p]}" for p in unseen)
             return None, f"no sampled config has {vals}: the code path there is unknown"
-        structures = set()
-        for sset in self.structural:
-            match = [s for s in self.sample if all(s.cfg[p] == cfg[p] for p in sset)]
-            if not match:
-                vals = ", ".join(f"{p}={cfg[p]}" for p in sset)
-                return None, f"no sampled config has {vals}: the code path there is unknown"
-            structures.add(match[0].alloc.structure)
-        if len(structures) != 1:
-            return None, ("the sample does not tell which parameters decide the code path here ("
-                          + " or ".join(", ".join(s) for s in self.structural) + ")")
-        st = structures.pop()
-        cands = [s for s in self.sample if s.alloc.structure == st and not s.replay_error]
+        want: list[str] = []
+        for kind in ("explicit", "scratch"):
+            for key in self._keys(kind):
+                there, why = self._present(key, cfg)
+                if there is None:
+                    return None, why
+                if there:
+                    want.append(key)
+        explicit = self._explicit(want)
+        cands = [s for s in self.sample if explicit_of(s.alloc) == explicit and not s.replay_error]
         if not cands:
-            return None, "replaying Triton's allocator did not reproduce the compile on this code path"
+            if any(explicit_of(s.alloc) == explicit for s in self.sample):
+                return None, "replaying Triton's allocator did not reproduce the compile on this code path"
+            return None, ("no sampled config has the buffers this config's parameters imply (a combination "
+                          "of code paths never compiled)")
+
         def dist(s: Sampled):
-            return (sum(s.cfg[p] != cfg[p] for p in self.params),
+            return (set(s.alloc.structure) != set(want),
+                    sum(s.cfg[p] != cfg[p] for p in self.params),
                     sum(abs(math.log2(s.cfg[p] / cfg[p])) for p in self.params if s.cfg[p] and cfg[p]))
-        return min(cands, key=dist), ""
+        tpl = min(cands, key=dist)
+        if set(tpl.alloc.structure) == set(want):
+            return tpl, ""
+        return _with_scratch(tpl, [k for k in want if k not in explicit], cands)
 
     def _values(self, cfg, b: Buffer, structure) -> set[int]:
         """Every size the simplest forms of buffer b give at cfg (one value when they agree)."""
@@ -256,7 +349,7 @@ class DerivedModel:
         tpl, why = self._piece(cfg)
         if tpl is None or "num_warps" not in self.params:
             return why
-        cands = [s for s in self.sample if s.alloc.structure == tpl.alloc.structure]
+        cands = [s for s in self.sample if explicit_of(s.alloc) == explicit_of(tpl.alloc)]
         for p in self.params:
             if p != "num_warps" and not any(s.cfg[p] == cfg[p] and s.cfg["num_warps"] == cfg["num_warps"]
                                             for s in cands):
@@ -422,6 +515,79 @@ class DerivedModel:
         return self._regs_raw(cfg) > 255
 
 
+def explicit_of(alloc: Allocation) -> frozenset[str]:
+    """The keys of an allocation's explicit (local_alloc) buffers: its code path, less scratch."""
+    return frozenset(b.key for b in alloc.buffers if b.kind == "explicit")
+
+
+def _with_scratch(tpl: Sampled, scratch: Sequence[str], cands: Sequence[Sampled]) -> tuple[Sampled | None, str]:
+    """`tpl` with exactly the scratch buffers `scratch` (keys), or (None, why).
+
+    A scratch buffer is live at its own op only, so for Triton's allocator all that matters
+    is which explicit buffers are live there and its order among the other scratch ops. A
+    missing one is taken from the nearest config in `cands` (same explicit buffers) that has
+    it and put at an op of `tpl` with the same relations: the explicit buffers live there
+    and the scratch ops before and after it. Times are scaled by 4 so a placed scratch sits
+    between ops ([4x+1, 4x+2)) and meets exactly the explicit buffers live at op x."""
+    ex = [b for b in tpl.alloc.buffers if b.kind == "explicit"]
+    have = {b.key: b for b in tpl.alloc.buffers if b.kind == "scratch" and b.key in scratch}
+    timed = {k: 4 * b.start for k, b in have.items()}             # a time per scratch buffer (scaled)
+    placed = {}
+    for key in scratch:
+        if key in have:
+            continue
+        donors = [s for s in cands if any(b.key == key for b in s.alloc.buffers)]
+        if not donors:
+            return None, f"scratch buffer {key} was never sampled on this code path"
+        d = min(donors, key=lambda s: sum(s.cfg[p] != tpl.cfg[p] for p in tpl.cfg))
+        db = {b.key: b for b in d.alloc.buffers}
+        t = db[key].start
+
+        def rel(t, b):
+            return "in" if b.start <= t < b.end else ("before" if t < b.start else "after")
+        want_ex = {b.key: rel(t, b) for b in d.alloc.buffers if b.kind == "explicit"}
+        want_sc = {k: db[k].start < t for k in have if k in db}
+        lo = min([b.start for b in ex] + [0]) - 1
+        hi = max([b.end for b in ex] + [v // 4 for v in timed.values()] + [0]) + 1
+        fits = [x for x in range(lo, hi + 1)
+                if all(rel(x, b) == want_ex.get(b.key) for b in ex)
+                and all((4 * x + 1 > timed[k]) == before for k, before in want_sc.items())]
+        if not fits:
+            return None, (f"scratch buffer {db[key].label} cannot be placed on this code path's liveness "
+                          "as the sampled configs have it")
+        placed[key] = db[key]
+        timed[key] = 4 * fits[0] + 1
+    bufs = [Buffer(**{**b.__dict__, "start": 4 * b.start, "end": 4 * b.end}) for b in ex]
+    for key in sorted(timed, key=lambda k: timed[k]):
+        b = have.get(key) or placed[key]
+        bufs.append(Buffer(**{**b.__dict__, "start": timed[key], "end": timed[key] + 1}))
+    alloc = Allocation(-1, tuple(bufs))
+    return Sampled(dict(tpl.cfg), alloc, -1, tpl.static, tpl.regs, tpl.spills, dict(tpl.holds)), ""
+
+
+def _box_verdict(inside: Sequence[Mapping], outside: Sequence[Mapping], cfg, params) -> bool | None:
+    """With `inside` the sampled configs that have a property and `outside` those that lack
+    it, and the property held on a box (a product of per-parameter value sets): True when
+    every box that fits holds cfg, False when none does, None when they disagree or no box
+    fits. The smallest box holding `inside` must hold nothing of `outside`; it holds cfg ->
+    True; the smallest box holding `inside` and cfg holds something of `outside` -> False."""
+    if not inside:
+        return None
+
+    def box(cfgs):
+        return {p: {c[p] for c in cfgs} for p in params}
+
+    def holds(b, c):
+        return all(c[p] in b[p] for p in params)
+    small = box(inside)
+    if any(holds(small, c) for c in outside):
+        return None
+    if holds(small, cfg):
+        return True
+    big = box(list(inside) + [cfg])
+    return False if any(holds(big, c) for c in outside) else None
+
+
 def _scale(key: str, a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
     """A held value's words at another config when no exact form was found: per thread,
     a tile's share scales with 1/num_warps."""
@@ -444,14 +610,17 @@ def _condition(tpl: Sampled, structural, sample) -> str:
 
 
 def _structural(sample: Sequence[Sampled], params: Sequence[str]) -> list[tuple[str, ...]]:
-    """The smallest parameter sets whose values determine the buffer structure on the sample."""
-    import itertools
+    """The smallest parameter sets whose values determine the explicit buffers on the sample."""
+    return _deciding(sample, params, lambda s: explicit_of(s.alloc))
+
+
+def _deciding(sample: Sequence[Sampled], params: Sequence[str], what) -> list[tuple[str, ...]]:
+    """The smallest parameter sets whose values determine what(sampled config) on the sample."""
     for r in range(0, len(params) + 1):
         found = []
         for sset in itertools.combinations(params, r):
-            seen: dict[tuple, tuple] = {}
-            if all(seen.setdefault(tuple(s.cfg[p] for p in sset), s.alloc.structure) == s.alloc.structure
-                   for s in sample):
+            seen: dict[tuple, Any] = {}
+            if all(seen.setdefault(tuple(s.cfg[p] for p in sset), what(s)) == what(s) for s in sample):
                 found.append(sset)
         if found:
             return found
