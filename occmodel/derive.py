@@ -151,6 +151,7 @@ class DerivedModel:
     _coef: tuple[float, float, float] = (0.0, 0.0, 0.0)
     _held_forms: dict[tuple, list[Form]] = field(default_factory=dict)
     _presence: dict[str, list[tuple[str, ...]]] = field(default_factory=dict)
+    _presence_with: dict[str, list] = field(default_factory=dict)
     fraction: float = 0.0                      # share of the sweep compiled
     failed: list[str] = field(default_factory=list)          # sampled configs that did not compile
     sample_index: list[int] = field(default_factory=list)    # their positions in the sweep
@@ -230,19 +231,20 @@ class DerivedModel:
                                             lambda s: any(b.key == key for b in s.alloc.buffers))
         return self._presence[key]
 
-    def _present(self, key: str, cfg) -> tuple[bool | None, str]:
+    def _present(self, key: str, cfg, depth: int = 0) -> tuple[bool | None, str]:
         """Does buffer `key` exist at cfg: (True/False, "") or (None, why). Two rules, the
         first that answers wins:
 
         1. every smallest parameter set deciding it on the sample has cfg's values on a
            sampled config, and those configs agree;
-        2. it exists on a *box* of parameter values (a product of value sets: a layout
-           scratch only at BLOCK_N=64 with num_warps=2) -- the smallest box holding every
+        2. it exists on a *box* of parameter values (a product of value ranges: a layout
+           scratch only at BLOCK_N>=64 with num_warps<=2) -- the smallest box holding every
            sampled config that has it holds none that lacks it -- and cfg is inside that box
            (exists), or stretching the box to cfg takes in a sampled config that lacks it
            (cannot exist: no box fits the sample and holds cfg). The same with "exists" and
            "lacks" swapped (lacks it on a box). Otherwise boxes that fit the sample disagree
-           at cfg, and so no answer."""
+           at cfg, and so no answer;
+        3. :meth:`_present_with`: decided together with other buffers' presence."""
         votes, why = set(), ""
         for sset in self.presence_sets(key):
             match = next((s for s in self.sample if all(s.cfg[p] == cfg[p] for p in sset)), None)
@@ -263,7 +265,49 @@ class DerivedModel:
                              [s.cfg for s, h in zip(self.sample, has) if h != label], cfg, self.params)
             if v is not None:
                 return v == label, ""
+        if not depth:
+            v = self._present_with(key, cfg)
+            if v is not None:
+                return v, ""
         return None, why
+
+    def _present_with(self, key: str, cfg) -> bool | None:
+        """Rule 3 of :meth:`_present`: the smallest sets (up to 3 columns) of parameters and
+        *other buffers' presence* that decide whether `key` exists on the sample -- a ring
+        index buffer that exists from num_stages=3 up unless the layout-conversion scratch of
+        BLOCK_N=64 with num_warps=2 does: (num_stages, that scratch) decides it. Those other
+        buffers' presence at cfg comes from rules 1-2; an answer when every such set that
+        holds one and has cfg's values on a sampled config agrees, and one at least does."""
+        if key not in self._presence_with:
+            others = [k for k in self._keys("explicit") + self._keys("scratch") if k != key]
+            cols = {p: (lambda s, p=p: s.cfg[p]) for p in self.params}
+            cols.update({k: (lambda s, k=k: any(b.key == k for b in s.alloc.buffers)) for k in others})
+            table = [{c: f(s) for c, f in cols.items()} for s in self.sample]
+            has = [any(b.key == key for b in s.alloc.buffers) for s in self.sample]
+            found = []
+            for r in range(1, 4):
+                for sset in itertools.combinations(list(cols), r):
+                    seen: dict[tuple, bool] = {}
+                    if all(seen.setdefault(tuple(row[c] for c in sset), h) == h for row, h in zip(table, has)):
+                        found.append((sset, seen))
+                if found:
+                    break
+            self._presence_with[key] = [(ss, seen) for ss, seen in found if any(c not in self.params for c in ss)]
+        votes = set()
+        for sset, seen in self._presence_with[key]:
+            vals = []
+            for c in sset:
+                if c in self.params:
+                    vals.append(cfg[c])
+                else:
+                    v, _ = self._present(c, cfg, depth=1)
+                    if v is None:
+                        break
+                    vals.append(v)
+            else:
+                if tuple(vals) in seen:
+                    votes.add(seen[tuple(vals)])
+        return votes.pop() if len(votes) == 1 else None
 
     def _explicit(self, structure) -> frozenset[str] | None:
         """The explicit buffers' keys of a structure (None stays None)."""
@@ -567,7 +611,8 @@ def _with_scratch(tpl: Sampled, scratch: Sequence[str], cands: Sequence[Sampled]
 
 def _box_verdict(inside: Sequence[Mapping], outside: Sequence[Mapping], cfg, params) -> bool | None:
     """With `inside` the sampled configs that have a property and `outside` those that lack
-    it, and the property held on a box (a product of per-parameter value sets): True when
+    it, and the property held on a box (a product of per-parameter value ranges, lo <= p <= hi:
+    a layout's regime, a ring that exists from num_stages=2 up, change at thresholds): True when
     every box that fits holds cfg, False when none does, None when they disagree or no box
     fits. The smallest box holding `inside` must hold nothing of `outside`; it holds cfg ->
     True; the smallest box holding `inside` and cfg holds something of `outside` -> False."""
@@ -575,10 +620,10 @@ def _box_verdict(inside: Sequence[Mapping], outside: Sequence[Mapping], cfg, par
         return None
 
     def box(cfgs):
-        return {p: {c[p] for c in cfgs} for p in params}
+        return {p: (min(c[p] for c in cfgs), max(c[p] for c in cfgs)) for p in params}
 
     def holds(b, c):
-        return all(c[p] in b[p] for p in params)
+        return all(b[p][0] <= c[p] <= b[p][1] for p in params)
     small = box(inside)
     if any(holds(small, c) for c in outside):
         return None
