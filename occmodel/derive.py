@@ -202,11 +202,11 @@ class DerivedModel:
     def _unseen(self, b: Buffer, structure, cfg) -> list[str]:
         """Parameters cfg moves that the sample never varied where buffer b exists: its
         size cannot be extrapolated along them (one point fits a constant, not a rule).
-        Where b's size comes from a form fitted over every code path, also the parameters
-        of that form which cfg's own code path never varied: a form fitted across code
-        paths can hold on each sampled point and still mix them (sm_90: a ring num_stages
-        deep for wgmma tiles, num_stages-1 for mma.sync tiles), so it is not extrapolated
-        along a parameter that its code path was sampled at one value of."""
+        Where b's size comes from a form fitted over every code path and depends on
+        num_stages, also num_stages when cfg's own code path was sampled at one value of it:
+        a ring's depth is what the code path decides (num_stages-1 for a cp.async ring,
+        num_stages for a TMA / wgmma one on sm_90), and a form fitted across code paths can
+        hold on every sampled point and still mix them."""
         forms, st = self._fitted(b, 0, structure)
         pts = [s.cfg for s in self.sample if (st is None or explicit_of(s.alloc) == st)
                and any(o.key == b.key for o in s.alloc.buffers)]
@@ -217,7 +217,7 @@ class DerivedModel:
                     and any(o.key == b.key for o in s.alloc.buffers)]
             used = set().union(*[{x.name for x in f.expr.free_symbols}
                                  for i in range(len(b.dims) if b.kind == "explicit" else 1)
-                                 for f in self.forms(b, i, structure)])
+                                 for f in self.forms(b, i, structure)]) & {"num_stages"}
             out += [p for p in self.params if p in used and p not in out and mine
                     and len({c[p] for c in mine}) == 1 and cfg[p] != mine[0][p]]
         return out
@@ -232,8 +232,9 @@ class DerivedModel:
         return self._presence[key]
 
     def _present(self, key: str, cfg, depth: int = 0) -> tuple[bool | None, str]:
-        """Does buffer `key` exist at cfg: (True/False, "") or (None, why). Two rules, the
-        first that answers wins:
+        """Does buffer `key` exist at cfg: (True/False, "") or (None, why). Three rules; an
+        answer when those that answer agree (they fit the same sample, so a disagreement means
+        the sample cannot tell which one holds: no answer):
 
         1. every smallest parameter set deciding it on the sample has cfg's values on a
            sampled config, and those configs agree;
@@ -255,20 +256,25 @@ class DerivedModel:
                 votes = set()
                 break
             votes.add(any(b.key == key for b in match.alloc.buffers))
-        if len(votes) == 1:
-            return votes.pop(), ""
-        why = why or (f"the sample does not tell which parameters decide whether buffer {self._label(key)} "
-                      "exists here (" + " or ".join(", ".join(x) for x in self.presence_sets(key)) + ")")
+        if len(votes) != 1:
+            why = why or (f"the sample does not tell which parameters decide whether buffer {self._label(key)} "
+                          "exists here (" + " or ".join(", ".join(x) for x in self.presence_sets(key)) + ")")
+            votes = set()
         has = [any(b.key == key for b in s.alloc.buffers) for s in self.sample]
         for label in (True, False):
             v = _box_verdict([s.cfg for s, h in zip(self.sample, has) if h == label],
                              [s.cfg for s, h in zip(self.sample, has) if h != label], cfg, self.params)
             if v is not None:
-                return v == label, ""
+                votes.add(v == label)
         if not depth:
             v = self._present_with(key, cfg)
             if v is not None:
-                return v, ""
+                votes.add(v)
+        if len(votes) == 1:
+            return votes.pop(), ""
+        if len(votes) > 1:
+            return None, (f"rules that fit the sample disagree on whether buffer {self._label(key)} exists here "
+                          "(the sample cannot tell them apart)")
         return None, why
 
     def _present_with(self, key: str, cfg) -> bool | None:
@@ -378,12 +384,34 @@ class DerivedModel:
                 out.add(int(round(v)))
             return out
         if b.kind == "scratch":
-            return vals(self.forms(b, 0, structure))
+            forms = self.forms(b, 0, structure)
+            return vals(forms) if forms else self._same_conversion(cfg, b)
         per = [vals(self.forms(b, i, structure)) for i in range(len(b.dims))]
         if any(not v for v in per):
             return set()
         elt = b.bytes // max(1, math.prod(b.dims))
         return {math.prod(combo) * elt for combo in itertools.product(*per)}
+
+    def _same_conversion(self, cfg, b: Buffer) -> set[int]:
+        """A scratch buffer whose bytes no simple form fits (an epilogue conversion whose
+        padding follows the layouts in steps): its bytes where a sampled config has the same
+        op on a tile of the same shape (each dimension of the op's tensor expressed in the
+        parameters like a buffer's) with the same num_warps -- the layouts Triton picks, hence
+        the scratch, follow from those -- when every such config agrees; else unknown."""
+        pts = [(s, o) for s in self.sample for o in s.alloc.buffers if o.key == b.key]
+        if not pts or "num_warps" not in cfg:
+            return set()
+        dims = []
+        for i in range(len(b.dims)):
+            if any(len(o.dims) != len(b.dims) for _, o in pts):
+                return set()
+            d = agree(exact_forms([s.cfg for s, _ in pts], [o.dims[i] for _, o in pts], self.params,
+                                  minmax=False), cfg)
+            if d is None:
+                return set()
+            dims.append(d)
+        same = {o.bytes for s, o in pts if list(o.dims) == dims and s.cfg["num_warps"] == cfg["num_warps"]}
+        return same if len(same) == 1 else set()
 
     def layout_gap(self, cfg: Mapping[str, Any]) -> str:
         """"" or which (parameter, num_warps) value pair no sampled config on cfg's code path
