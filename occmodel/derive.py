@@ -435,11 +435,48 @@ class DerivedModel:
             if unseen:
                 return None, (f"buffer {b.label} was sampled at one value of {', '.join(unseen)} only; "
                               "its size there is unknown")
+            branch = self._branch_unseen(b, tpl.alloc.structure, cfg)
+            if branch:
+                return None, branch
             v = self._values(cfg, b, tpl.alloc.structure)
             if not v:
                 return None, f"no exact form of buffer {b.label}'s size fits every sampled config"
             sizes.append(v)
         return sizes, ""
+
+    def _branch_unseen(self, b: Buffer, structure, cfg) -> str:
+        """"" or why a Min/Max form of b may not answer at cfg: the term that decides it there
+        decided it on sampled configs that all share one value of a parameter cfg moves, or on
+        none (for an explicit buffer, on a tie, each tied term alone). A
+        Min/Max is two regimes (a scratch that stops growing, two code paths one form joins:
+        an mma.sync ring S-1 deep beside a wgmma ring S deep is Min(S, BM/16) on a sample that
+        saw BM=32 at one num_stages); each regime is extrapolated only along what it saw vary."""
+        pts = [(s.cfg, o) for s in self.sample for o in s.alloc.buffers if o.key == b.key]
+        for i in range(len(b.dims) if b.kind == "explicit" else 1):
+            for f in self.forms(b, i, structure):
+                if not isinstance(f.expr, (sympy.Min, sympy.Max)):
+                    continue
+                terms = f.expr.args
+                pick = min if isinstance(f.expr, sympy.Min) else max
+
+                def active(c):
+                    vals = [float(t.subs({x: c[x.name] for x in t.free_symbols})) for t in terms]
+                    best = pick(vals)
+                    return {k for k, v in enumerate(vals) if abs(v - best) < 1e-9}
+                mine = active(cfg)
+                # an explicit buffer's dimension (a ring's depth...): on a tie each tied term must
+                # hold here on its own; a scratch's Min/Max (one that stops growing): either term
+                for k in (mine if b.kind == "explicit" else [None]):
+                    sup = [c for c, _ in pts if (active(c) == {k} if k is not None else active(c) & mine)]
+                    k = k if k is not None else min(mine)
+                    if not sup:
+                        return (f"buffer {b.label}: no sampled config is decided by the term {terms[k]} of {f} "
+                                "that decides it here")
+                    flat = [p for p in self.params if len({c[p] for c in sup}) == 1 and cfg[p] != sup[0][p]]
+                    if flat:
+                        return (f"buffer {b.label}: the term {terms[k]} of {f} that decides it here was sampled "
+                                f"at one value of {', '.join(flat)} only")
+        return ""
 
     def _total(self, cfg, tpl: Sampled) -> tuple[int | None, str]:
         """Triton's allocator replayed over every combination of the candidate sizes; an
