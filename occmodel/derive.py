@@ -245,7 +245,9 @@ class DerivedModel:
            (cannot exist: no box fits the sample and holds cfg). The same with "exists" and
            "lacks" swapped (lacks it on a box). Otherwise boxes that fit the sample disagree
            at cfg, and so no answer;
-        3. :meth:`_present_with`: decided together with other buffers' presence."""
+        3. :meth:`_present_with`: decided together with other buffers' presence;
+        4. when none answers: the n-th buffer of one op and line (key ``...#n``) cannot
+           exist where the (n-1)-th does not."""
         votes, why = set(), ""
         for sset in self.presence_sets(key):
             match = next((s for s in self.sample if all(s.cfg[p] == cfg[p] for p in sset)), None)
@@ -270,6 +272,13 @@ class DerivedModel:
             v = self._present_with(key, cfg)
             if v is not None:
                 votes.add(v)
+        prev = re.sub(r"#(\d+)$", lambda m: f"#{int(m.group(1)) - 1}", key)
+        if not votes and prev != key and not key.endswith("#1") and any(
+                b.key == prev for s in self.sample for b in s.alloc.buffers):
+            # the n-th buffer of one op and source line exists only where the (n-1)-th does
+            there, _ = self._present(prev, cfg, depth)
+            if there is False:
+                votes.add(False)
         if len(votes) == 1:
             return votes.pop(), ""
         if len(votes) > 1:
