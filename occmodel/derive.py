@@ -181,7 +181,14 @@ class DerivedModel:
         return pts, vals
 
     def _fit_buffer(self, bkey: str, i: int, structure) -> list[Form]:
+        """The simplest exact forms; for a scratch buffer (its size follows the op's tile and
+        layouts, which num_stages does not choose) first without num_stages, so that a
+        reduction's scratch is not fitted by a spurious 2048/num_stages."""
         pts, vals = self._points(bkey, i, structure)
+        if bkey.startswith("scratch") and "num_stages" in self.params:
+            forms = exact_forms(pts, vals, [p for p in self.params if p != "num_stages"])
+            if forms:
+                return forms
         return exact_forms(pts, vals, self.params)
 
     def forms(self, b: Buffer, i: int, structure) -> list[Form]:
