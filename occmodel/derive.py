@@ -30,7 +30,8 @@ Registers, an estimate: what each thread holds -- 32-bit words of the values car
 across the main loop (accumulators, running maxima, pointers) and of the tiles loaded
 in its body, from the TTGIR layouts (:mod:`occmodel.layouts`), each expressed in the
 parameters like a buffer -- calibrated on the sample by least squares
-(regs = a + b x carried + c x loaded, b, c >= 0), clamped to 1..255.
+(regs = a + b x carried + c x loaded, b, c >= 0), anchored on the nearest sampled config
+(its actual registers plus the estimate's change from it), clamped to 1..255.
 """
 
 from __future__ import annotations
@@ -620,10 +621,24 @@ class DerivedModel:
         self._coef = tuple(full)
 
     def _regs_raw(self, cfg) -> float | None:
-        tpl = self._nearest_any(cfg)
-        carry, load = self._held(cfg, tpl)
-        a, b, c = self._coef
-        return a + b * carry + c * load
+        """The calibrated estimate, anchored on the nearest sampled config that did not spill
+        (same num_warps first): its actual registers plus the estimate's change from it there
+        to cfg -- what the least squares leaves unexplained (ptxas's own choices) is mostly
+        shared by neighbours."""
+        def est(c, tpl):
+            carry, load = self._held(c, tpl)
+            a, b, k = self._coef
+            return a + b * carry + k * load
+        raw = est(cfg, self._nearest_any(cfg))
+        pool = [s for s in self.sample if s.regs < 255 and s.spills == 0]
+        if "num_warps" in cfg:
+            pool = [s for s in pool if s.cfg.get("num_warps") == cfg["num_warps"]] or pool
+        if not pool:
+            return raw
+        near = min(pool, key=lambda s: (sum(s.cfg[p] != cfg[p] for p in self.params),
+                                        sum(abs(math.log2(s.cfg[p] / cfg[p])) for p in self.params
+                                            if s.cfg[p] and cfg[p])))
+        return raw + near.regs - est(near.cfg, near)
 
     def _nearest_any(self, cfg) -> Sampled:
         tpl, _ = self._piece(cfg)

@@ -156,14 +156,20 @@ def test_model_refuses_an_unseen_code_path_and_an_unvaried_parameter():
     assert "no sampled config has BK=64" in two.why_not({"BK": 64, "num_warps": 4, "num_stages": 3})
 
 
-def test_registers_are_clamped():
+def test_registers_are_clamped_and_anchored():
+    def held(cfg):                                     # the accumulator: BK / 2 words per thread
+        s = _sample(cfg)
+        return Sampled(s.cfg, s.alloc, s.shared, 0, 64, 0, {"carry:0": cfg["BK"] / 2})
     dm = DerivedModel(["BK", "num_warps", "num_stages"],
-                      [_sample({"BK": k, "num_warps": 4, "num_stages": 2}) for k in (16, 32)], "sm_120").fit()
-    dm._coef = (10.0, 100.0, 0.0)                      # 10 + 100 x 32 words = 3210 -> 255, a spill
-    cfg = {"BK": 16, "num_warps": 4, "num_stages": 2}
+                      [held({"BK": k, "num_warps": 4, "num_stages": 2}) for k in (16, 32)], "sm_120").fit()
+    cfg = {"BK": 128, "num_warps": 4, "num_stages": 2}
+    # anchored on BK=32 (64 registers, 16 words): 64 + b x (64 - 16) words
+    dm._coef = (10.0, 100.0, 0.0)                      # 64 + 100 x 48 = 4864 -> 255, a spill
     assert dm.regs(cfg) == 255 and dm.spills(cfg)
-    dm._coef = (-500.0, 0.0, 0.0)
+    dm._coef = (10.0, -100.0, 0.0)                     # 64 - 4800 -> 1
     assert dm.regs(cfg) == 1 and not dm.spills(cfg)
+    dm._coef = (10.0, 0.5, 0.0)                        # 64 + 0.5 x 48 = 88
+    assert dm.regs(cfg) == 88
 
 
 def test_model_needs_every_parameter():
