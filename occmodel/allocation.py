@@ -24,7 +24,7 @@ What the allocator does (``lib/Analysis/Allocation.cpp``, triton 3.6 and 3.9):
 
 :func:`replay` reimplements the last step; :func:`parse_allocated` reads the rest.
 A buffer is keyed by what stays the same across configs of one code path (op, source
-variable, source line, occurrence), so buffers can be matched between compiles.
+variable, source line, rank, shared encoding, occurrence), so buffers can be matched between compiles.
 Pure: string processing, no triton.
 """
 
@@ -172,8 +172,9 @@ def _elem_bytes(dtype: str) -> int:
     return max(1, int(m.group(1)) // 8) if m else 4
 
 
-def _encodings(lines: list[str]) -> dict[str, int]:
-    """Alignment of each shared encoding alias (#shared -> 16 / 128 x maxPhase ...)."""
+def _encodings(lines: list[str]) -> dict[str, tuple[int, str]]:
+    """Alignment and kind of each shared encoding alias (#shared -> (16, "swizzled_shared"),
+    (128 x maxPhase, "nvmma_shared") ...)."""
     out = {}
     for ln in lines:
         m = _ENC_DEF.match(ln.strip())
@@ -183,9 +184,9 @@ def _encodings(lines: list[str]) -> dict[str, int]:
         if kind == "#ttg.nvmma_shared":
             sw = re.search(r"swizzlingByteWidth = (\d+)", body)
             width = int(sw.group(1)) if sw else 0
-            out[alias] = 128 * (width // 16) if width else 128
+            out[alias] = (128 * (width // 16) if width else 128, "nvmma_shared")
         elif kind.endswith("_shared"):
-            out[alias] = 16
+            out[alias] = (16, kind.split(".")[-1])
     return out
 
 
@@ -357,11 +358,11 @@ def parse_allocated(text: str) -> Allocation:
     seen: dict[str, int] = {}
     out: list[Buffer] = []
 
-    def key_of(kind: str, op: _Op, rank: int) -> tuple[str, str, str]:
+    def key_of(kind: str, op: _Op, rank: int, enc: str = "") -> tuple[str, str, str]:
         name, where = locs.of(op.tail)[:2]
         if not name and not where:
             name, where = locs.of(op.head)[:2]
-        base = f"{kind} {op.name} {name}@{where} r{rank}"
+        base = f"{kind} {op.name} {name}@{where} r{rank}" + (f" {enc}" if enc else "")
         seen[base] = seen.get(base, 0) + 1
         return f"{base}#{seen[base]}", name, where
 
@@ -384,9 +385,13 @@ def parse_allocated(text: str) -> Allocation:
         for a, src in alias.items():
             if src == v and a in ranges:
                 lo, hi = min(lo, ranges[a][0]), max(hi, ranges[a][1])
-        key, name, where = key_of("explicit", op, len(dims))
+        align, enc_kind = aligns.get(enc, (16, ""))
+        # the encoding is part of the identity: on sm_90 one source line gives an nvmma_shared ring
+        # num_stages deep (wgmma) for one tile and a swizzled_shared ring num_stages-1 deep (mma.sync)
+        # for another -- two code paths, not one buffer whose depth is a Min over both
+        key, name, where = key_of("explicit", op, len(dims), enc_kind)
         out.append(Buffer(key, "explicit", op.name, name, where, dims, dtype, size,
-                          int(al.group(1)) if al else aligns.get(enc, 16), int(off.group(1)), lo, hi))
+                          int(al.group(1)) if al else align, int(off.group(1)), lo, hi))
     for op in ops:
         if op.name == "ttg.local_alloc":
             continue

@@ -30,7 +30,8 @@ Registers, an estimate: what each thread holds -- 32-bit words of the values car
 across the main loop (accumulators, running maxima, pointers) and of the tiles loaded
 in its body, from the TTGIR layouts (:mod:`occmodel.layouts`), each expressed in the
 parameters like a buffer -- calibrated on the sample by least squares
-(regs = a + b x carried + c x loaded, b, c >= 0), clamped to 1..255.
+(regs = a + b x carried + c x loaded, b, c >= 0), anchored on the nearest sampled config
+(its actual registers plus the estimate's change from it), clamped to 1..255.
 """
 
 from __future__ import annotations
@@ -150,6 +151,8 @@ class DerivedModel:
     _forms: dict[tuple, list[Form]] = field(default_factory=dict)
     _coef: tuple[float, float, float] = (0.0, 0.0, 0.0)
     _held_forms: dict[tuple, list[Form]] = field(default_factory=dict)
+    _presence: dict[str, list[tuple[str, ...]]] = field(default_factory=dict)
+    _presence_with: dict[str, list] = field(default_factory=dict)
     fraction: float = 0.0                      # share of the sweep compiled
     failed: list[str] = field(default_factory=list)          # sampled configs that did not compile
     sample_index: list[int] = field(default_factory=list)    # their positions in the sweep
@@ -170,7 +173,7 @@ class DerivedModel:
     def _points(self, bkey: str, i: int, structure):
         pts, vals = [], []
         for s in self.sample:
-            if structure is not None and s.alloc.structure != structure:
+            if structure is not None and explicit_of(s.alloc) != structure:
                 continue
             for b in s.alloc.buffers:
                 if b.key == bkey:
@@ -179,18 +182,26 @@ class DerivedModel:
         return pts, vals
 
     def _fit_buffer(self, bkey: str, i: int, structure) -> list[Form]:
+        """The simplest exact forms; for a scratch buffer (its size follows the op's tile and
+        layouts, which num_stages does not choose) first without num_stages, so that a
+        reduction's scratch is not fitted by a spurious 2048/num_stages."""
         pts, vals = self._points(bkey, i, structure)
+        if bkey.startswith("scratch") and "num_stages" in self.params:
+            forms = exact_forms(pts, vals, [p for p in self.params if p != "num_stages"])
+            if forms:
+                return forms
         return exact_forms(pts, vals, self.params)
 
     def forms(self, b: Buffer, i: int, structure) -> list[Form]:
         """Forms of a buffer's dimension i (explicit) or bytes (scratch): over the whole
-        sample, else over its piece only."""
+        sample, else over its piece (configs with the same explicit buffers) only."""
         return self._fitted(b, i, structure)[0]
 
     def _fitted(self, b: Buffer, i: int, structure) -> tuple[list[Form], tuple | None]:
         f = self._forms.get(("all", b.key, i))
         if f:
             return f, None
+        structure = self._explicit(structure)
         key = ("piece", b.key, i, structure)
         if key not in self._forms:
             self._forms[key] = self._fit_buffer(b.key, i, structure)
@@ -198,37 +209,186 @@ class DerivedModel:
 
     def _unseen(self, b: Buffer, structure, cfg) -> list[str]:
         """Parameters cfg moves that the sample never varied where buffer b exists: its
-        size cannot be extrapolated along them (one point fits a constant, not a rule)."""
-        _, st = self._fitted(b, 0, structure)
-        pts = [s.cfg for s in self.sample if (st is None or s.alloc.structure == st)
+        size cannot be extrapolated along them (one point fits a constant, not a rule).
+        Where b's size comes from a form fitted over every code path and depends on
+        num_stages, also num_stages when cfg's own code path was sampled at one value of it:
+        a ring's depth is what the code path decides (num_stages-1 for a cp.async ring,
+        num_stages for a TMA / wgmma one on sm_90), and a form fitted across code paths can
+        hold on every sampled point and still mix them."""
+        forms, st = self._fitted(b, 0, structure)
+        pts = [s.cfg for s in self.sample if (st is None or explicit_of(s.alloc) == st)
                and any(o.key == b.key for o in s.alloc.buffers)]
-        return [p for p in self.params if len({c[p] for c in pts}) == 1 and cfg[p] != pts[0][p]]
+        out = [p for p in self.params if len({c[p] for c in pts}) == 1 and cfg[p] != pts[0][p]]
+        if st is None:
+            own = self._explicit(structure)
+            mine = [s.cfg for s in self.sample if explicit_of(s.alloc) == own
+                    and any(o.key == b.key for o in s.alloc.buffers)]
+            used = set().union(*[{x.name for x in f.expr.free_symbols}
+                                 for i in range(len(b.dims) if b.kind == "explicit" else 1)
+                                 for f in self.forms(b, i, structure)]) & {"num_stages"}
+            out += [p for p in self.params if p in used and p not in out and mine
+                    and len({c[p] for c in mine}) == 1 and cfg[p] != mine[0][p]]
+        return out
 
     # ------------------------------------------------------------- pieces
+    def presence_sets(self, key: str) -> list[tuple[str, ...]]:
+        """The smallest parameter sets whose values decide, on the sample, whether buffer
+        `key` exists ([()] for a buffer every sampled config has)."""
+        if key not in self._presence:
+            self._presence[key] = _deciding(self.sample, self.params,
+                                            lambda s: any(b.key == key for b in s.alloc.buffers))
+        return self._presence[key]
+
+    def _present(self, key: str, cfg, depth: int = 0) -> tuple[bool | None, str]:
+        """Does buffer `key` exist at cfg: (True/False, "") or (None, why). Three rules; an
+        answer when those that answer agree (they fit the same sample, so a disagreement means
+        the sample cannot tell which one holds: no answer):
+
+        1. every smallest parameter set deciding it on the sample has cfg's values on a
+           sampled config, and those configs agree;
+        2. it exists on a *box* of parameter values (a product of value ranges: a layout
+           scratch only at BLOCK_N>=64 with num_warps<=2) -- the smallest box holding every
+           sampled config that has it holds none that lacks it -- and cfg is inside that box
+           (exists), or stretching the box to cfg takes in a sampled config that lacks it
+           (cannot exist: no box fits the sample and holds cfg). The same with "exists" and
+           "lacks" swapped (lacks it on a box). Otherwise boxes that fit the sample disagree
+           at cfg, and so no answer;
+        3. :meth:`_present_with`: decided together with other buffers' presence;
+        4. when none answers: the n-th buffer of one op and line (key ``...#n``) cannot
+           exist where the (n-1)-th does not."""
+        votes, why = set(), ""
+        for sset in self.presence_sets(key):
+            match = next((s for s in self.sample if all(s.cfg[p] == cfg[p] for p in sset)), None)
+            if match is None:
+                vals = ", ".join(f"{p}={cfg[p]}" for p in sset)
+                why = (f"buffer {self._label(key)} exists or not depending on {', '.join(sset)}; "
+                       f"no sampled config has {vals}")
+                votes = set()
+                break
+            votes.add(any(b.key == key for b in match.alloc.buffers))
+        if len(votes) != 1:
+            why = why or (f"the sample does not tell which parameters decide whether buffer {self._label(key)} "
+                          "exists here (" + " or ".join(", ".join(x) for x in self.presence_sets(key)) + ")")
+            votes = set()
+        has = [any(b.key == key for b in s.alloc.buffers) for s in self.sample]
+        for label in (True, False):
+            v = _box_verdict([s.cfg for s, h in zip(self.sample, has) if h == label],
+                             [s.cfg for s, h in zip(self.sample, has) if h != label], cfg, self.params)
+            if v is not None:
+                votes.add(v == label)
+        if not depth:
+            v = self._present_with(key, cfg)
+            if v is not None:
+                votes.add(v)
+        prev = re.sub(r"#(\d+)$", lambda m: f"#{int(m.group(1)) - 1}", key)
+        if not votes and prev != key and not key.endswith("#1") and any(
+                b.key == prev for s in self.sample for b in s.alloc.buffers):
+            # the n-th buffer of one op and source line exists only where the (n-1)-th does
+            there, _ = self._present(prev, cfg, depth)
+            if there is False:
+                votes.add(False)
+        if len(votes) == 1:
+            return votes.pop(), ""
+        if len(votes) > 1:
+            return None, (f"rules that fit the sample disagree on whether buffer {self._label(key)} exists here "
+                          "(the sample cannot tell them apart)")
+        return None, why
+
+    def _present_with(self, key: str, cfg) -> bool | None:
+        """Rule 3 of :meth:`_present`: the smallest sets (up to 3 columns) of parameters and
+        *other buffers' presence* that decide whether `key` exists on the sample -- a ring
+        index buffer that exists from num_stages=3 up unless the layout-conversion scratch of
+        BLOCK_N=64 with num_warps=2 does: (num_stages, that scratch) decides it. Those other
+        buffers' presence at cfg comes from rules 1-2; an answer when every such set that
+        holds one and has cfg's values on a sampled config agrees, and one at least does."""
+        if key not in self._presence_with:
+            others = [k for k in self._keys("explicit") + self._keys("scratch") if k != key]
+            cols = {p: (lambda s, p=p: s.cfg[p]) for p in self.params}
+            cols.update({k: (lambda s, k=k: any(b.key == k for b in s.alloc.buffers)) for k in others})
+            table = [{c: f(s) for c, f in cols.items()} for s in self.sample]
+            has = [any(b.key == key for b in s.alloc.buffers) for s in self.sample]
+            found = []
+            for r in range(1, 4):
+                for sset in itertools.combinations(list(cols), r):
+                    seen: dict[tuple, bool] = {}
+                    if all(seen.setdefault(tuple(row[c] for c in sset), h) == h for row, h in zip(table, has)):
+                        found.append((sset, seen))
+                if found:
+                    break
+            self._presence_with[key] = [(ss, seen) for ss, seen in found if any(c not in self.params for c in ss)]
+        votes = set()
+        for sset, seen in self._presence_with[key]:
+            vals = []
+            for c in sset:
+                if c in self.params:
+                    vals.append(cfg[c])
+                else:
+                    v, _ = self._present(c, cfg, depth=1)
+                    if v is None:
+                        break
+                    vals.append(v)
+            else:
+                if tuple(vals) in seen:
+                    votes.add(seen[tuple(vals)])
+        return votes.pop() if len(votes) == 1 else None
+
+    def _explicit(self, structure) -> frozenset[str] | None:
+        """The explicit buffers' keys of a structure (None stays None)."""
+        if structure is None:
+            return None
+        kinds = {b.key: b.kind for s in self.sample for b in s.alloc.buffers}
+        return frozenset(k for k in structure if kinds.get(k) == "explicit")
+
+    def _label(self, key: str) -> str:
+        return next(b.label for s in self.sample for b in s.alloc.buffers if b.key == key)
+
+    def _keys(self, kind: str) -> list[str]:
+        out: dict[str, None] = {}
+        for s in self.sample:
+            for b in s.alloc.buffers:
+                if b.kind == kind:
+                    out.setdefault(b.key)
+        return list(out)
+
     def _piece(self, cfg: Mapping[str, Any]) -> tuple[Sampled | None, str]:
-        """(the nearest sampled config on cfg's code path, "") or (None, why)."""
+        """(a sampled config on cfg's code path -- the nearest one, its scratch buffers
+        adjusted to those cfg has -- and "") or (None, why).
+
+        A code path is the set of buffers. Each buffer's presence is decided separately, by
+        the smallest set of parameters that decides it on the sample (a layout-conversion
+        scratch that exists only for BLOCK_N=64 with num_warps=2 needs those two values seen
+        together, not every combination of all parameters). The explicit buffers (their
+        liveness spans the kernel) must match a sampled config's exactly; a scratch buffer
+        lives at one op only, so one the nearest config lacks is placed where a sampled config
+        on the same code path has it, relative to the explicit buffers (:func:`_with_scratch`)."""
         unseen = [p for p in self.params if all(s.cfg[p] != cfg[p] for s in self.sample)]
         if unseen:
             vals = ", ".join(f"{p}={cfg[p]}" for p in unseen)
             return None, f"no sampled config has {vals}: the code path there is unknown"
-        structures = set()
-        for sset in self.structural:
-            match = [s for s in self.sample if all(s.cfg[p] == cfg[p] for p in sset)]
-            if not match:
-                vals = ", ".join(f"{p}={cfg[p]}" for p in sset)
-                return None, f"no sampled config has {vals}: the code path there is unknown"
-            structures.add(match[0].alloc.structure)
-        if len(structures) != 1:
-            return None, ("the sample does not tell which parameters decide the code path here ("
-                          + " or ".join(", ".join(s) for s in self.structural) + ")")
-        st = structures.pop()
-        cands = [s for s in self.sample if s.alloc.structure == st and not s.replay_error]
+        want: list[str] = []
+        for kind in ("explicit", "scratch"):
+            for key in self._keys(kind):
+                there, why = self._present(key, cfg)
+                if there is None:
+                    return None, why
+                if there:
+                    want.append(key)
+        explicit = self._explicit(want)
+        cands = [s for s in self.sample if explicit_of(s.alloc) == explicit and not s.replay_error]
         if not cands:
-            return None, "replaying Triton's allocator did not reproduce the compile on this code path"
+            if any(explicit_of(s.alloc) == explicit for s in self.sample):
+                return None, "replaying Triton's allocator did not reproduce the compile on this code path"
+            return None, ("no sampled config has the buffers this config's parameters imply (a combination "
+                          "of code paths never compiled)")
+
         def dist(s: Sampled):
-            return (sum(s.cfg[p] != cfg[p] for p in self.params),
+            return (set(s.alloc.structure) != set(want),
+                    sum(s.cfg[p] != cfg[p] for p in self.params),
                     sum(abs(math.log2(s.cfg[p] / cfg[p])) for p in self.params if s.cfg[p] and cfg[p]))
-        return min(cands, key=dist), ""
+        tpl = min(cands, key=dist)
+        if set(tpl.alloc.structure) == set(want):
+            return tpl, ""
+        return _with_scratch(tpl, [k for k in want if k not in explicit], cands)
 
     def _values(self, cfg, b: Buffer, structure) -> set[int]:
         """Every size the simplest forms of buffer b give at cfg (one value when they agree)."""
@@ -241,12 +401,34 @@ class DerivedModel:
                 out.add(int(round(v)))
             return out
         if b.kind == "scratch":
-            return vals(self.forms(b, 0, structure))
+            forms = self.forms(b, 0, structure)
+            return vals(forms) if forms else self._same_conversion(cfg, b)
         per = [vals(self.forms(b, i, structure)) for i in range(len(b.dims))]
         if any(not v for v in per):
             return set()
         elt = b.bytes // max(1, math.prod(b.dims))
         return {math.prod(combo) * elt for combo in itertools.product(*per)}
+
+    def _same_conversion(self, cfg, b: Buffer) -> set[int]:
+        """A scratch buffer whose bytes no simple form fits (an epilogue conversion whose
+        padding follows the layouts in steps): its bytes where a sampled config has the same
+        op on a tile of the same shape (each dimension of the op's tensor expressed in the
+        parameters like a buffer's) with the same num_warps -- the layouts Triton picks, hence
+        the scratch, follow from those -- when every such config agrees; else unknown."""
+        pts = [(s, o) for s in self.sample for o in s.alloc.buffers if o.key == b.key]
+        if not pts or "num_warps" not in cfg:
+            return set()
+        dims = []
+        for i in range(len(b.dims)):
+            if any(len(o.dims) != len(b.dims) for _, o in pts):
+                return set()
+            d = agree(exact_forms([s.cfg for s, _ in pts], [o.dims[i] for _, o in pts], self.params,
+                                  minmax=False), cfg)
+            if d is None:
+                return set()
+            dims.append(d)
+        same = {o.bytes for s, o in pts if list(o.dims) == dims and s.cfg["num_warps"] == cfg["num_warps"]}
+        return same if len(same) == 1 else set()
 
     def layout_gap(self, cfg: Mapping[str, Any]) -> str:
         """"" or which (parameter, num_warps) value pair no sampled config on cfg's code path
@@ -256,7 +438,7 @@ class DerivedModel:
         tpl, why = self._piece(cfg)
         if tpl is None or "num_warps" not in self.params:
             return why
-        cands = [s for s in self.sample if s.alloc.structure == tpl.alloc.structure]
+        cands = [s for s in self.sample if explicit_of(s.alloc) == explicit_of(tpl.alloc)]
         for p in self.params:
             if p != "num_warps" and not any(s.cfg[p] == cfg[p] and s.cfg["num_warps"] == cfg["num_warps"]
                                             for s in cands):
@@ -270,11 +452,48 @@ class DerivedModel:
             if unseen:
                 return None, (f"buffer {b.label} was sampled at one value of {', '.join(unseen)} only; "
                               "its size there is unknown")
+            branch = self._branch_unseen(b, tpl.alloc.structure, cfg)
+            if branch:
+                return None, branch
             v = self._values(cfg, b, tpl.alloc.structure)
             if not v:
                 return None, f"no exact form of buffer {b.label}'s size fits every sampled config"
             sizes.append(v)
         return sizes, ""
+
+    def _branch_unseen(self, b: Buffer, structure, cfg) -> str:
+        """"" or why a Min/Max form of b may not answer at cfg: the term that decides it there
+        decided it on sampled configs that all share one value of a parameter cfg moves, or on
+        none (for an explicit buffer, on a tie, each tied term alone). A
+        Min/Max is two regimes (a scratch that stops growing, two code paths one form joins:
+        an mma.sync ring S-1 deep beside a wgmma ring S deep is Min(S, BM/16) on a sample that
+        saw BM=32 at one num_stages); each regime is extrapolated only along what it saw vary."""
+        pts = [(s.cfg, o) for s in self.sample for o in s.alloc.buffers if o.key == b.key]
+        for i in range(len(b.dims) if b.kind == "explicit" else 1):
+            for f in self.forms(b, i, structure):
+                if not isinstance(f.expr, (sympy.Min, sympy.Max)):
+                    continue
+                terms = f.expr.args
+                pick = min if isinstance(f.expr, sympy.Min) else max
+
+                def active(c):
+                    vals = [float(t.subs({x: c[x.name] for x in t.free_symbols})) for t in terms]
+                    best = pick(vals)
+                    return {k for k, v in enumerate(vals) if abs(v - best) < 1e-9}
+                mine = active(cfg)
+                # an explicit buffer's dimension (a ring's depth...): on a tie each tied term must
+                # hold here on its own; a scratch's Min/Max (one that stops growing): either term
+                for k in (mine if b.kind == "explicit" else [None]):
+                    sup = [c for c, _ in pts if (active(c) == {k} if k is not None else active(c) & mine)]
+                    k = k if k is not None else min(mine)
+                    if not sup:
+                        return (f"buffer {b.label}: no sampled config is decided by the term {terms[k]} of {f} "
+                                "that decides it here")
+                    flat = [p for p in self.params if len({c[p] for c in sup}) == 1 and cfg[p] != sup[0][p]]
+                    if flat:
+                        return (f"buffer {b.label}: the term {terms[k]} of {f} that decides it here was sampled "
+                                f"at one value of {', '.join(flat)} only")
+        return ""
 
     def _total(self, cfg, tpl: Sampled) -> tuple[int | None, str]:
         """Triton's allocator replayed over every combination of the candidate sizes; an
@@ -402,10 +621,24 @@ class DerivedModel:
         self._coef = tuple(full)
 
     def _regs_raw(self, cfg) -> float | None:
-        tpl = self._nearest_any(cfg)
-        carry, load = self._held(cfg, tpl)
-        a, b, c = self._coef
-        return a + b * carry + c * load
+        """The calibrated estimate, anchored on the nearest sampled config that did not spill
+        (same num_warps first): its actual registers plus the estimate's change from it there
+        to cfg -- what the least squares leaves unexplained (ptxas's own choices) is mostly
+        shared by neighbours."""
+        def est(c, tpl):
+            carry, load = self._held(c, tpl)
+            a, b, k = self._coef
+            return a + b * carry + k * load
+        raw = est(cfg, self._nearest_any(cfg))
+        pool = [s for s in self.sample if s.regs < 255 and s.spills == 0]
+        if "num_warps" in cfg:
+            pool = [s for s in pool if s.cfg.get("num_warps") == cfg["num_warps"]] or pool
+        if not pool:
+            return raw
+        near = min(pool, key=lambda s: (sum(s.cfg[p] != cfg[p] for p in self.params),
+                                        sum(abs(math.log2(s.cfg[p] / cfg[p])) for p in self.params
+                                            if s.cfg[p] and cfg[p])))
+        return raw + near.regs - est(near.cfg, near)
 
     def _nearest_any(self, cfg) -> Sampled:
         tpl, _ = self._piece(cfg)
@@ -420,6 +653,80 @@ class DerivedModel:
     def spills(self, cfg: Mapping[str, Any]) -> bool:
         """The estimate crossed 255: ptxas will cap registers and spill."""
         return self._regs_raw(cfg) > 255
+
+
+def explicit_of(alloc: Allocation) -> frozenset[str]:
+    """The keys of an allocation's explicit (local_alloc) buffers: its code path, less scratch."""
+    return frozenset(b.key for b in alloc.buffers if b.kind == "explicit")
+
+
+def _with_scratch(tpl: Sampled, scratch: Sequence[str], cands: Sequence[Sampled]) -> tuple[Sampled | None, str]:
+    """`tpl` with exactly the scratch buffers `scratch` (keys), or (None, why).
+
+    A scratch buffer is live at its own op only, so for Triton's allocator all that matters
+    is which explicit buffers are live there and its order among the other scratch ops. A
+    missing one is taken from the nearest config in `cands` (same explicit buffers) that has
+    it and put at an op of `tpl` with the same relations: the explicit buffers live there
+    and the scratch ops before and after it. Times are scaled by 4 so a placed scratch sits
+    between ops ([4x+1, 4x+2)) and meets exactly the explicit buffers live at op x."""
+    ex = [b for b in tpl.alloc.buffers if b.kind == "explicit"]
+    have = {b.key: b for b in tpl.alloc.buffers if b.kind == "scratch" and b.key in scratch}
+    timed = {k: 4 * b.start for k, b in have.items()}             # a time per scratch buffer (scaled)
+    placed = {}
+    for key in scratch:
+        if key in have:
+            continue
+        donors = [s for s in cands if any(b.key == key for b in s.alloc.buffers)]
+        if not donors:
+            return None, f"scratch buffer {key} was never sampled on this code path"
+        d = min(donors, key=lambda s: sum(s.cfg[p] != tpl.cfg[p] for p in tpl.cfg))
+        db = {b.key: b for b in d.alloc.buffers}
+        t = db[key].start
+
+        def rel(t, b):
+            return "in" if b.start <= t < b.end else ("before" if t < b.start else "after")
+        want_ex = {b.key: rel(t, b) for b in d.alloc.buffers if b.kind == "explicit"}
+        want_sc = {k: db[k].start < t for k in have if k in db}
+        lo = min([b.start for b in ex] + [0]) - 1
+        hi = max([b.end for b in ex] + [v // 4 for v in timed.values()] + [0]) + 1
+        fits = [x for x in range(lo, hi + 1)
+                if all(rel(x, b) == want_ex.get(b.key) for b in ex)
+                and all((4 * x + 1 > timed[k]) == before for k, before in want_sc.items())]
+        if not fits:
+            return None, (f"scratch buffer {db[key].label} cannot be placed on this code path's liveness "
+                          "as the sampled configs have it")
+        placed[key] = db[key]
+        timed[key] = 4 * fits[0] + 1
+    bufs = [Buffer(**{**b.__dict__, "start": 4 * b.start, "end": 4 * b.end}) for b in ex]
+    for key in sorted(timed, key=lambda k: timed[k]):
+        b = have.get(key) or placed[key]
+        bufs.append(Buffer(**{**b.__dict__, "start": timed[key], "end": timed[key] + 1}))
+    alloc = Allocation(-1, tuple(bufs))
+    return Sampled(dict(tpl.cfg), alloc, -1, tpl.static, tpl.regs, tpl.spills, dict(tpl.holds)), ""
+
+
+def _box_verdict(inside: Sequence[Mapping], outside: Sequence[Mapping], cfg, params) -> bool | None:
+    """With `inside` the sampled configs that have a property and `outside` those that lack
+    it, and the property held on a box (a product of per-parameter value ranges, lo <= p <= hi:
+    a layout's regime, a ring that exists from num_stages=2 up, change at thresholds): True when
+    every box that fits holds cfg, False when none does, None when they disagree or no box
+    fits. The smallest box holding `inside` must hold nothing of `outside`; it holds cfg ->
+    True; the smallest box holding `inside` and cfg holds something of `outside` -> False."""
+    if not inside:
+        return None
+
+    def box(cfgs):
+        return {p: (min(c[p] for c in cfgs), max(c[p] for c in cfgs)) for p in params}
+
+    def holds(b, c):
+        return all(b[p][0] <= c[p] <= b[p][1] for p in params)
+    small = box(inside)
+    if any(holds(small, c) for c in outside):
+        return None
+    if holds(small, cfg):
+        return True
+    big = box(list(inside) + [cfg])
+    return False if any(holds(big, c) for c in outside) else None
 
 
 def _scale(key: str, a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
@@ -444,14 +751,17 @@ def _condition(tpl: Sampled, structural, sample) -> str:
 
 
 def _structural(sample: Sequence[Sampled], params: Sequence[str]) -> list[tuple[str, ...]]:
-    """The smallest parameter sets whose values determine the buffer structure on the sample."""
-    import itertools
+    """The smallest parameter sets whose values determine the explicit buffers on the sample."""
+    return _deciding(sample, params, lambda s: explicit_of(s.alloc))
+
+
+def _deciding(sample: Sequence[Sampled], params: Sequence[str], what) -> list[tuple[str, ...]]:
+    """The smallest parameter sets whose values determine what(sampled config) on the sample."""
     for r in range(0, len(params) + 1):
         found = []
         for sset in itertools.combinations(params, r):
-            seen: dict[tuple, tuple] = {}
-            if all(seen.setdefault(tuple(s.cfg[p] for p in sset), s.alloc.structure) == s.alloc.structure
-                   for s in sample):
+            seen: dict[tuple, Any] = {}
+            if all(seen.setdefault(tuple(s.cfg[p] for p in sset), what(s)) == what(s) for s in sample):
                 found.append(sset)
         if found:
             return found

@@ -6,17 +6,20 @@ A sample chosen to separate each parameter's effect, not at random:
    parameter with the rest at the base -- every buffer dimension's dependence on each
    parameter is then pinned (a monomial needs two values per parameter);
 2. **each code path**: once the first round shows which parameters change the buffer
-   list (usually num_stages=1, sometimes num_warps), a config nearest the base for every
-   value combination of those parameters
-   (the base only: one config per code path);
+   list (usually num_stages=1), a config nearest the base for every value of that
+   parameter -- only when one parameter decides it: buffers that come and go with
+   combinations of parameters are each modelled on their own (their presence,
+   :meth:`DerivedModel._present`) and left to the active round;
 3. **active**: while a config of the sweep is not covered by the model fitted so far
    (a buffer's size ambiguous where it decides the total, an unseen code path), compile
-   it -- preferring the one that shows the most value pairs not yet seen; then, while
+   one -- among the configs refused for the reason most share, the one that shows the
+   most value pairs not yet seen; then, while
    a config's code path was never sampled with its (parameter, num_warps) value pair
    (:meth:`DerivedModel.layout_gap`: layouts, hence buffers, follow both), compile it;
-4. **pairs**: configs covering as many not-yet-seen value pairs as possible (so an
+4. **pairs**: a config covering as many not-yet-seen value pairs as possible (so an
    interaction such as Min(BLOCK_T, 8 x num_warps) that happens to fit a monomial on
-   the sample shows), until the budget.
+   the sample shows), then round 3 again (a new point can unsettle a form), until the
+   budget or no pair is left unseen.
 
 The budget is ``fraction`` of the sweep (rounds 1-2 may exceed it; the model reports
 the fraction it used).
@@ -108,8 +111,8 @@ def derive_model(jobs_for: Callable[[Mapping[str, Any]], Any], sweep: Sequence[M
             if not ok:
                 break
             sset = _structural(ok, params)[0]
-            if not sset:
-                break
+            if len(sset) != 1:
+                break                            # several: per-buffer presence and the active round
             combos = sorted({tuple(c[p] for p in sset) for c in sweep})
             centers = []
             for combo in combos:
@@ -120,28 +123,32 @@ def derive_model(jobs_for: Callable[[Mapping[str, Any]], Any], sweep: Sequence[M
                 break
             take(new)
         seen = set().union(*[_pairs(sweep[i], params) for i in got]) if got else set()
-        while len(got) < budget:                                                    # round 3: active
-            ok = [s for s in got.values() if s is not None]
-            dm = DerivedModel(params, ok, f"sm_{cc}").fit()
-            open_ = [i for i in range(len(sweep)) if i not in got and dm.shared(sweep[i]) is None]
-            open_ = open_ or [i for i in range(len(sweep)) if i not in got and dm.layout_gap(sweep[i])]
-            if not open_:
-                break
-            pick = sorted(open_, key=lambda i: (-len(_pairs(sweep[i], params) - seen), i))[:2]
-            take(pick[:max(1, budget - len(got))])
-            for i in pick:
-                seen |= _pairs(sweep[i], params)
-        extra = []
-        while len(got) + len(extra) < budget:                                       # round 4: pairs
-            cand = [i for i in range(len(sweep)) if i not in got and i not in extra]
-            if not cand:
+        while len(got) < budget:
+            while len(got) < budget:                                                # round 3: active
+                ok = [s for s in got.values() if s is not None]
+                dm = DerivedModel(params, ok, f"sm_{cc}").fit()
+                open_ = [i for i in range(len(sweep)) if i not in got and dm.shared(sweep[i]) is None]
+                open_ = open_ or [i for i in range(len(sweep)) if i not in got and dm.layout_gap(sweep[i])]
+                if not open_:
+                    break
+                # the reason most refused configs share first (one compile often settles all of them)
+                reasons = {i: dm.why_not(sweep[i]) or dm.layout_gap(sweep[i]) for i in open_}
+                count: dict[str, int] = {}
+                for r in reasons.values():
+                    count[r] = count.get(r, 0) + 1
+                top = max(count, key=lambda r: (count[r], r))
+                pick = min([i for i in open_ if reasons[i] == top],
+                           key=lambda i: (-len(_pairs(sweep[i], params) - seen), i))
+                take([pick])
+                seen |= _pairs(sweep[pick], params)
+            cand = [i for i in range(len(sweep)) if i not in got]                   # round 4: pairs
+            if len(got) >= budget or not cand:
                 break
             best = max(cand, key=lambda i: (len(_pairs(sweep[i], params) - seen), -i))
             if not _pairs(sweep[best], params) - seen:
                 break
-            extra.append(best)
+            take([best])                # then back to round 3: a new point can unsettle a form
             seen |= _pairs(sweep[best], params)
-        take(extra)
     ok = [s for s in got.values() if s is not None]
     if len(ok) < 2:
         raise ConfigError(f"only {len(ok)} sampled config(s) compiled; a derived model needs 2 or more"

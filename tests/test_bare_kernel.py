@@ -192,8 +192,9 @@ def test_table_derives_the_configs_it_does_not_compile(env):
     derived = [r for r in rows if r["source"] == "derived"]
     assert derived and len(derived) >= 0.4 * len(rows)           # at most half compiled (rounded up)
     # every derived shared-memory figure equals what a real compile then gives (at --derive 0.3 this
-    # sweep gets 4 wrong answers on sm_90: the BLOCK_M=32 path is sampled at one num_stages only and
-    # its ring depth, S-1 there but S on the wgmma path, is extrapolated -- see reports/derive_*)
+    # sweep used to get 4 wrong answers on sm_90: the BLOCK_M=32 path, sampled at one num_stages only,
+    # had its ring depth, S-1 there but S on the wgmma path, extrapolated; it is refused now -- see
+    # tests/test_derive.py::test_mm_sm90_mma_sync_tile_sampled_at_one_num_stages_is_refused)
     from occmodel import evidence as E, load_spec
     k = load_source(KERNEL, launcher=MM)
     cfgs = [k.resolve({"BM": r["BM"], "BN": r["BN"], "num_stages": r["num_stages"]}) for r in derived]

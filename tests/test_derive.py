@@ -156,14 +156,20 @@ def test_model_refuses_an_unseen_code_path_and_an_unvaried_parameter():
     assert "no sampled config has BK=64" in two.why_not({"BK": 64, "num_warps": 4, "num_stages": 3})
 
 
-def test_registers_are_clamped():
+def test_registers_are_clamped_and_anchored():
+    def held(cfg):                                     # the accumulator: BK / 2 words per thread
+        s = _sample(cfg)
+        return Sampled(s.cfg, s.alloc, s.shared, 0, 64, 0, {"carry:0": cfg["BK"] / 2})
     dm = DerivedModel(["BK", "num_warps", "num_stages"],
-                      [_sample({"BK": k, "num_warps": 4, "num_stages": 2}) for k in (16, 32)], "sm_120").fit()
-    dm._coef = (10.0, 100.0, 0.0)                      # 10 + 100 x 32 words = 3210 -> 255, a spill
-    cfg = {"BK": 16, "num_warps": 4, "num_stages": 2}
+                      [held({"BK": k, "num_warps": 4, "num_stages": 2}) for k in (16, 32)], "sm_120").fit()
+    cfg = {"BK": 128, "num_warps": 4, "num_stages": 2}
+    # anchored on BK=32 (64 registers, 16 words): 64 + b x (64 - 16) words
+    dm._coef = (10.0, 100.0, 0.0)                      # 64 + 100 x 48 = 4864 -> 255, a spill
     assert dm.regs(cfg) == 255 and dm.spills(cfg)
-    dm._coef = (-500.0, 0.0, 0.0)
+    dm._coef = (10.0, -100.0, 0.0)                     # 64 - 4800 -> 1
     assert dm.regs(cfg) == 1 and not dm.spills(cfg)
+    dm._coef = (10.0, 0.5, 0.0)                        # 64 + 0.5 x 48 = 88
+    assert dm.regs(cfg) == 88
 
 
 def test_model_needs_every_parameter():
@@ -172,3 +178,176 @@ def test_model_needs_every_parameter():
     from occmodel.errors import ConfigError
     with pytest.raises(ConfigError, match="lacks num_stages"):
         dm.shared({"BK": 16, "num_warps": 4})
+
+
+# --------------------------------------------- encodings are part of a buffer's identity
+SM90_EXCERPT = """\
+#shared = #ttg.swizzled_shared<{vec = 8, perPhase = 1, maxPhase = 8, order = [1, 0]}>
+#shared1 = #ttg.nvmma_shared<{swizzlingByteWidth = 128, transposed = false, elementBitWidth = 16}>
+#smem = #ttg.shared_memory
+module attributes {"ttg.num-warps" = 4 : i32, ttg.shared = 24576 : i32} {
+  tt.func public @k(%X: !tt.ptr<f16>) attributes {noinline = false} {
+    %a = ttg.local_alloc {allocation.offset = 0 : i32} : () -> !ttg.memdesc<2x32x64xf16, #shared, #smem, mutable> loc(#loc1)
+    %b = ttg.local_alloc {allocation.offset = 8192 : i32} : () -> !ttg.memdesc<2x64x64xf16, #shared1, #smem, mutable> loc(#loc1)
+    tt.return
+  }
+}
+#loc1 = loc("mm.py":21:4)
+"""
+
+
+def test_explicit_keys_carry_the_shared_encoding():
+    # one source line, two encodings: a cp.async ring for mma.sync (swizzled_shared, 16-aligned)
+    # and a TMA/wgmma ring (nvmma_shared, 128 B swizzle -> 128 x 8 = 1024-aligned). They are two
+    # code paths, so their keys differ (before, both were "...mm.py:21 r3#n").
+    a, b = parse_allocated(SM90_EXCERPT).buffers
+    assert a.key.endswith("r3 swizzled_shared#1") and b.key.endswith("r3 nvmma_shared#1")
+    assert (a.alignment, b.alignment) == (16, 1024)
+    # 2 x 32 x 64 x 2 B = 8192 and 2 x 64 x 64 x 2 B = 16384
+    assert (a.bytes, b.bytes) == (8192, 16384)
+
+
+def _mm90(cfg) -> Sampled:
+    """tests/user_kernel/mm.py on sm_90 as its allocations read: BM=32 takes mma.sync, its A/B
+    rings swizzled_shared and num_stages-1 deep; BM>=64 takes wgmma, nvmma_shared rings
+    num_stages deep. Ring bytes: depth x (BM x BK + BK x BN) x 2 B with BK=32, BN=64."""
+    bm, s = cfg["BM"], cfg["num_stages"]
+    enc, depth = ("swizzled_shared", s - 1) if bm == 32 else ("nvmma_shared", s)
+    a = Buffer(f"explicit ttg.local_alloc a@mm.py:21 r3 {enc}#1", "explicit", "ttg.local_alloc", "a", "mm.py:21",
+               (depth, bm, 32), "f16", depth * bm * 64, 16, 0, 2, 9)
+    b = Buffer(f"explicit ttg.local_alloc b@mm.py:22 r3 {enc}#1", "explicit", "ttg.local_alloc", "b", "mm.py:22",
+               (depth, 32, 64), "f16", depth * 4096, 16, 0, 3, 9)
+    offsets, total = replay([a.bytes, b.bytes], [a, b])
+    bufs = (Buffer(**{**a.__dict__, "offset": offsets[0]}), Buffer(**{**b.__dict__, "offset": offsets[1]}))
+    return Sampled(dict(cfg), Allocation(total, bufs), total, 0, 64, 0, {"carry:0": 32.0})
+
+
+def test_mm_sm90_mma_sync_tile_sampled_at_one_num_stages_is_refused():
+    # The sample `occmodel fit --sample 0.3` took (6 of 18): BM=32 at num_stages=3 only. Before,
+    # one form over the whole sample (a Min over BM and num_stages) answered BM=32 at S=2 and 4
+    # with the wgmma depth: 8,192 / 12,288 B predicted where the compile has 4,096 / 12,288.
+    picked = [{"BM": 32, "num_stages": 3}] + [{"BM": m, "num_stages": s} for m in (64, 128) for s in (2, 4)] \
+        + [{"BM": 64, "num_stages": 3}]
+    dm = DerivedModel(["BM", "num_stages"], [_mm90(c) for c in picked], "sm_90").fit()
+    for s in (2, 4):
+        cfg = {"BM": 32, "num_stages": s}
+        assert dm.shared(cfg) is None, (cfg, dm.shared(cfg), _mm90(cfg).shared)
+        assert "one value of num_stages" in dm.why_not(cfg)
+    # BM=128, S=3 (wgmma): 3 x (128 x 32 + 32 x 64) x 2 B = 3 x 12288 = 36864
+    assert dm.shared({"BM": 128, "num_stages": 3}) == 36864 == _mm90({"BM": 128, "num_stages": 3}).shared
+    # BM=32 at S=3 is sampled: 2 x (32 x 32 + 32 x 64) x 2 B = 12288
+    assert dm.shared({"BM": 32, "num_stages": 3}) == 12288
+
+    # Without the encodings in the keys (the old parse) both tiles' rings are one buffer whose depth
+    # fits Min(BM/16, num_stages) on the sample: BM=32 -> 2 at S=3, BM>=64 -> S. Its BM/16 term
+    # decided the depth at BM=32, S=3 alone, so it is not extrapolated to S=2 (a tie, 2 = 2: the
+    # compile has 6,144 B, the form would say 12,288) or S=4 (18,432 B; the form: 12,288).
+    import re
+
+    def keyless(s: Sampled) -> Sampled:
+        bufs = tuple(Buffer(**{**b.__dict__, "key": re.sub(r" \w+_shared", "", b.key)}) for b in s.alloc.buffers)
+        return Sampled(s.cfg, Allocation(s.alloc.shared, bufs), s.shared, 0, 64, 0, s.holds)
+    old = DerivedModel(["BM", "num_stages"], [keyless(_mm90(c)) for c in picked], "sm_90").fit()
+    assert "Min(BM/16, num_stages)" in dict((n, e) for n, e, _ in old.buffers_at({"BM": 32, "num_stages": 3}))[
+        "b (local_alloc, mm.py:22)"]
+    for s in (2, 4):
+        assert old.shared({"BM": 32, "num_stages": s}) is None
+        assert "sampled at one value of num_stages only" in old.why_not({"BM": 32, "num_stages": s})
+    grid = [{"BM": m, "num_stages": s} for m in (32, 64, 128) for s in (2, 3, 4)]
+    assert all(old.shared(c) in (None, _mm90(c).shared) for c in grid)
+
+
+# ------------------------------------------- a buffer's presence, decided on its own
+def _decode(cfg) -> Sampled:
+    """A decode-attention-like kernel. Explicit: q (BH x 64 f16, live [0, 40)), a K ring
+    ((S-1) x BN x 64 f16, live [5, 30)) when S > 1; scratch: a layout conversion of the K tile
+    (BN x 64 f32 = 256 x BN B) at op 20 only for BN >= 64 with num_warps <= 2, a reduction
+    (4 x BH x num_warps B) at op 25, and an epilogue conversion (BH x 64 f32) at op 45."""
+    bn, bh, w, s = cfg["BN"], cfg["BH"], cfg["num_warps"], cfg["num_stages"]
+    bufs = [Buffer("explicit q", "explicit", "ttg.local_alloc", "q", "d.py:1", (bh, 64), "f16", bh * 128, 16, 0, 0, 40)]
+    if s > 1:
+        bufs.append(Buffer("explicit k", "explicit", "ttg.local_alloc", "k", "d.py:2", (s - 1, bn, 64), "f16",
+                           (s - 1) * bn * 128, 16, 0, 5, 30))
+    if bn >= 64 and w <= 2:
+        bufs.append(Buffer("scratch cvt_k", "scratch", "ttg.convert_layout", "k", "d.py:3", (bn, 64), "f32",
+                           bn * 256, 128, 0, 20, 21))
+    bufs.append(Buffer("scratch red", "scratch", "tt.reduce", "m", "d.py:4", (bh, bn), "f32", 4 * bh * w, 128, 0,
+                       25, 26))
+    bufs.append(Buffer("scratch epi", "scratch", "ttg.convert_layout", "", "d.py:5", (bh, 64), "f32", bh * 256,
+                       128, 0, 45, 46))
+    offsets, total = replay([b.bytes for b in bufs], bufs)
+    bufs = [Buffer(**{**b.__dict__, "offset": o}) for b, o in zip(bufs, offsets)]
+    return Sampled(dict(cfg), Allocation(total, tuple(bufs)), total, 0, 64, 0, {"carry:0": 32.0})
+
+
+_DGRID = [{"BN": n, "BH": h, "num_warps": w, "num_stages": s}
+          for n in (16, 32, 64) for h in (16, 32) for w in (2, 4, 8) for s in (1, 2, 3)]
+
+
+def test_a_scratch_that_exists_in_one_corner_is_placed_where_the_sample_shows_it():
+    # 14 of 54 sampled; the conversion scratch seen at (BN=64, num_warps=2) with S=1 and S=2
+    # only, never with S=3 -- the old model refused every (BN, num_warps, S) it had not seen.
+    picked = [dict(zip(("BN", "BH", "num_warps", "num_stages"), v)) for v in [
+        (32, 16, 4, 2), (16, 16, 4, 2), (64, 16, 4, 2), (32, 32, 4, 2), (32, 16, 2, 2), (32, 16, 8, 2),
+        (32, 16, 4, 1), (32, 16, 4, 3), (64, 16, 2, 1), (64, 32, 2, 2), (16, 32, 8, 3), (64, 32, 8, 1),
+        (16, 16, 2, 1), (64, 16, 8, 3)]]
+    dm = DerivedModel(["BN", "BH", "num_warps", "num_stages"], [_decode(c) for c in picked], "sm_120").fit()
+    cfg = {"BN": 64, "BH": 16, "num_warps": 2, "num_stages": 3}
+    # the cvt_k scratch is inside the box BN 64..64 x BH 16..32 x warps 2..2 x S 1..2 stretched to S=3?
+    # no sampled config without it falls in BN=64, warps=2, so the box rule alone cannot say; but it
+    # exists at (BN=64, num_warps=2) whatever S -- the smallest deciding set (BN, num_warps) has
+    # cfg's values sampled. Placed at op 20: q (0..40) and the ring (5..30) live there, so it goes
+    # above both: q 2048 + ring 2 x 64 x 128 = 16384 -> offset 18432, +16384 = 34816; the epilogue
+    # (16 x 256 = 4096) and the reduction are smaller and fit beside -> total 34816.
+    assert _decode(cfg).shared == 34816
+    assert dm.shared(cfg) == 34816
+    # and where the scratch does not exist, the model says so from the box: BN=32 with num_warps=2
+    # is a sampled config without it, so no box holding every config with it reaches BN=32
+    for c in _DGRID:
+        got = dm.shared(c)
+        assert got is None or got == _decode(c).shared, (c, got, _decode(c).shared)
+    assert sum(dm.shared(c) is not None for c in _DGRID) == 54          # every config of the grid
+
+
+def test_box_verdict_by_hand():
+    from occmodel.derive import _box_verdict
+    P = ["BN", "num_warps"]
+    inside = [{"BN": 64, "num_warps": 2}]
+    outside = [{"BN": 32, "num_warps": 2}, {"BN": 64, "num_warps": 4}]
+    # the smallest box [64, 64] x [2, 2] holds cfg -> True
+    assert _box_verdict(inside, outside, {"BN": 64, "num_warps": 2}, P) is True
+    # stretched to BN=16: [16, 64] x [2, 2] takes in (32, 2), which lacks it -> no box fits -> False
+    assert _box_verdict(inside, outside, {"BN": 16, "num_warps": 2}, P) is False
+    # stretched to num_warps=8: [64, 64] x [2, 8] takes in (64, 4) -> False
+    assert _box_verdict(inside, outside, {"BN": 64, "num_warps": 8}, P) is False
+    # BN=128 (beyond every sample): [64, 128] x [2, 2] holds nothing that lacks it -> unknown
+    assert _box_verdict(inside, outside, {"BN": 128, "num_warps": 2}, P) is None
+    # a sample that lacks it inside the smallest box: no box fits at all -> unknown
+    assert _box_verdict(inside + [{"BN": 64, "num_warps": 8}], outside + [{"BN": 64, "num_warps": 4}],
+                        {"BN": 64, "num_warps": 2}, P) is None
+
+
+def test_presence_with_another_buffer_and_disagreeing_rules():
+    # an index buffer that exists from S=3 up unless the corner's conversion scratch does
+    def s(cfg):
+        base = _decode(cfg)
+        corner = any(b.key == "scratch cvt_k" for b in base.alloc.buffers)
+        bufs = list(base.alloc.buffers)
+        if cfg["num_stages"] >= 3 and not corner:
+            bufs.insert(1, Buffer("explicit idx", "explicit", "ttg.local_alloc", "idx", "d.py:6", (cfg["BN"],), "i32",
+                                  4 * cfg["BN"], 16, 0, 4, 31))
+        offsets, total = replay([b.bytes for b in bufs], bufs)
+        bufs = [Buffer(**{**b.__dict__, "offset": o}) for b, o in zip(bufs, offsets)]
+        return Sampled(dict(cfg), Allocation(total, tuple(bufs)), total, 0, 64, 0, {"carry:0": 32.0})
+    picked = [dict(zip(("BN", "BH", "num_warps", "num_stages"), v)) for v in [
+        (32, 16, 4, 3), (16, 16, 4, 3), (64, 16, 4, 3), (32, 32, 4, 3), (32, 16, 2, 3), (32, 16, 8, 3),
+        (32, 16, 4, 1), (32, 16, 4, 2), (64, 16, 2, 3), (64, 32, 2, 1), (16, 32, 8, 2), (64, 32, 8, 1)]]
+    dm = DerivedModel(["BN", "BH", "num_warps", "num_stages"], [s(c) for c in picked], "sm_120").fit()
+    # idx at (16, 32, 2, 3)? no parameters-only rule answers (BN=16 with warps=2 and S=3 never
+    # sampled together...), but (num_stages, cvt_k exists) decides it on the sample: S=3 without
+    # cvt_k -> it exists; cvt_k's own rule says it does not exist at BN=16
+    cfg = {"BN": 16, "BH": 32, "num_warps": 2, "num_stages": 3}
+    assert dm._present("explicit idx", cfg)[0] is True
+    for c in _DGRID:
+        got = dm.shared(c)
+        assert got is None or got == s(c).shared, (c, got, s(c).shared)
