@@ -83,6 +83,7 @@ class Resources:
     dot_flops: int = 0       # tensor FLOPs per iteration (0: use flops / (grid x n))
     unroll: int = 1          # source iterations per SASS loop trip (ptxas hoists their loads together)
     issue_per_iter: float = 0.0   # issue slots per warp per iteration (0: unknown, term (f) off)
+    loop_barriers: int = 0   # block-wide barriers per trip of the SASS main loop (NOT costed: see Estimate)
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,9 @@ class Estimate:
     launch_s: float
     total_s: float                  # the estimate (inf when the config does not fit)
     bound: str                      # which term sets step(B): one of BOUNDS, or "does not fit"
+    loop_barriers: int = 0          # block-wide barriers per main-loop trip; the model does NOT cost them
+                                    # (a cross-warp reduction in the loop: 2.5-17x slower, measured on
+                                    # moe_gather, reports/rank_study_h200.md): a warning, not a term
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -168,21 +172,22 @@ def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any
         if rep.main is not None:
             reads, flops = rep.main.shared_read_bytes, rep.main.dot_flops
     source = "compiled" if ev.source == "compiled" else "model"
-    u, issue = _sass_loop(getattr(ev, "result", None), threads, rep)
+    u, issue, barriers = _sass_loop(getattr(ev, "result", None), threads, rep)
     return Resources(blocks, threads, loop_tile_bytes(kernel, cfg, point, rep), ahead, int(ev.spills or 0), source,
-                     reads, flops, u, issue)
+                     reads, flops, u, issue, barriers)
 
 
-def _sass_loop(result: Any, threads: int, rep: Any) -> tuple[int, float]:
-    """(unroll, issue slots per warp per iteration) of the compiled main loop; (1, 0.0) without SASS."""
+def _sass_loop(result: Any, threads: int, rep: Any) -> tuple[int, float, int]:
+    """(unroll, issue slots per warp per iteration, barriers per trip) of the compiled main loop;
+    (1, 0.0, 0) without SASS."""
     from . import sass as S
     loop = S.main_loop(S.sass_loops(getattr(result, "sass", None) or ""))
     if loop is None:
-        return 1, 0.0
+        return 1, 0.0, 0
     main = rep.main if rep is not None else None
     per_iter = sum(ld.slot_bytes for ld in main.loads) if main is not None else 0
     u = S.unroll(loop, threads, per_iter) if not (rep is not None and rep.ahead) else 1
-    return u, S.issue_slots(loop) / u
+    return u, S.issue_slots(loop) / u, loop.barriers
 
 
 # ------------------------------------------------------------------ model
@@ -326,7 +331,8 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
                     in_flight_bytes=in_flight(min(B, max(1, -(-grid // r.sms))), lp),
                     latency_s=loaded_latency(r, min(B, max(1, -(-grid // r.sms))), lp), step_s=max(terms.values()),
                     waves_s=main.total_s, tail_s=main.tail_s, secondary_s=second, spill_s=spill_s,
-                    total_s=main.total_s + second + spill_s + launch_s, bound=max(terms, key=terms.get), **common)
+                    total_s=main.total_s + second + spill_s + launch_s, bound=max(terms, key=terms.get),
+                    loop_barriers=res.loop_barriers, **common)
 
 
 def peak_flops(spec: HardwareSpec, product: str | None = None) -> float:

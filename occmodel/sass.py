@@ -35,6 +35,7 @@ class SassLoop:
     mma: int                    # tensor-core instructions per trip (HMMA, HGMMA, ...)
     async_copies: int           # LDGSTS / UTMALDG per trip (pipelined loads)
     inner: bool                 # no other loop inside it
+    barriers: int = 0           # block-wide barriers per trip (BAR.SYNC: e.g. a reduction across warps)
 
 
 def _ldg_bytes(op: str) -> int:
@@ -68,7 +69,8 @@ def sass_loops(sass: str) -> list[SassLoop]:
         loops.append(SassLoop(start, end, len(body), sum(_ldg_bytes(op) for op in ldg), len(ldg),
                               sum(op.startswith("MUFU") for _, op in body),
                               sum(op.startswith(("HMMA", "HGMMA", "UTCHMMA", "UTCMMA", "IMMA", "QGMMA")) for _, op in body),
-                              sum(op.startswith(("LDGSTS", "UTMALDG")) for _, op in body), inner))
+                              sum(op.startswith(("LDGSTS", "UTMALDG")) for _, op in body), inner,
+                              sum(op.startswith("BAR.SYNC") or op == "BAR" for _, op in body)))
     return sorted(loops, key=lambda lp: (not lp.inner, lp.start))
 
 
