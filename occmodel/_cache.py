@@ -256,20 +256,8 @@ def trim_triton(limit: int | None = None, now: float | None = None) -> tuple[int
 def compile_entries() -> list[tuple[str, list[Path], int, float]]:
     """occmodel's compile cache: (key, its files (entry .json first, then sidecars), bytes, mtime of the entry)."""
     groups: dict[str, list[Path]] = {}
-    base = compile_dir()
-    try:
-        shards = [Path(e.path) for e in os.scandir(base) if e.is_dir(follow_symlinks=False)]
-    except OSError:
-        return []
-    for shard in shards:
-        try:
-            names = [Path(e.path) for e in os.scandir(shard) if e.is_file(follow_symlinks=False)]
-        except OSError:
-            continue
-        for path in names:
-            key = path.name.split(".", 1)[0]
-            if key:                                   # ".name.tmp" files of a write in progress start with "."
-                groups.setdefault(key, []).append(path)
+    for path in _shard_files(compile_dir()):
+        groups.setdefault(path.name.split(".", 1)[0], []).append(path)
     out = []
     for key, paths in groups.items():
         paths.sort(key=lambda p: (p.suffix != ".json", p.name))
@@ -286,23 +274,29 @@ def compile_entries() -> list[tuple[str, list[Path], int, float]]:
 def model_entries() -> list[tuple[Path, int, float]]:
     """The model memo's files: (path, bytes, mtime); a memo is rebuilt from the card on a miss."""
     out = []
-    try:
-        shards = [Path(e.path) for e in os.scandir(model_dir()) if e.is_dir(follow_symlinks=False)]
-    except OSError:
-        return out
-    for shard in shards:
+    for path in _shard_files(model_dir()):
         try:
-            names = [Path(e.path) for e in os.scandir(shard) if e.is_file(follow_symlinks=False)]
+            st = path.stat()
         except OSError:
             continue
-        for path in names:
-            if path.name.startswith("."):             # a write in progress
-                continue
-            try:
-                st = path.stat()
-            except OSError:
-                continue
-            out.append((path, st.st_size, st.st_mtime))
+        out.append((path, st.st_size, st.st_mtime))
+    return out
+
+
+def _shard_files(base: Path) -> list[Path]:
+    """The files of a sharded folder (``base/<shard>/<file>``), leaving out a write in progress
+    (``.name.tmp`` starts with "."); an unreadable folder is skipped."""
+    try:
+        shards = [Path(e.path) for e in os.scandir(base) if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
+    out = []
+    for shard in shards:
+        try:
+            out += [Path(e.path) for e in os.scandir(shard)
+                    if e.is_file(follow_symlinks=False) and not e.name.startswith(".")]
+        except OSError:
+            continue
     return out
 
 

@@ -71,7 +71,14 @@ def check_correct(card: KernelCard, cfg: Config, point: Mapping[str, Any], seed:
     if not card.has_reference():
         n = out.numel() if isinstance(out, torch.Tensor) else 0
         return Correctness(ok=True, rel_error=float("nan"), tolerance=float("nan"), n_bad=0, n_total=n, checked=False)
-    ref = card.reference(inputs).float()
+    return compare(out, card.reference(inputs), cfg)
+
+
+def compare(out: torch.Tensor, ref: torch.Tensor, cfg: Config) -> Correctness:
+    """The correctness gate: `out` (the kernel's output) against `ref` (its float32 reference).
+    ok when the relative L2 error is within the tolerance of the output's dtype and no element is
+    NaN or off by more than 10 x tolerance x max|ref|."""
+    ref = ref.float()
     tol = tolerance(cfg, _dtype_name(out))          # from the output's own dtype, before it is upcast
     out = out.float()
     diff = (out - ref)

@@ -214,8 +214,7 @@ class _Rates:
             return self.lat
         q = max(in_flight_per_sm, LATENCY_FLOOR_BYTES)
         floor = latency_at(self.cal, LATENCY_FLOOR_BYTES) * 1e-9
-        in_flight_per_sm = q
-        return min(latency_at(self.cal, in_flight_per_sm) * 1e-9, max(floor, in_flight_per_sm / (self.bw / self.sms)))
+        return min(latency_at(self.cal, q) * 1e-9, max(floor, q / (self.bw / self.sms)))
 
 
 @dataclass(frozen=True)
@@ -325,11 +324,12 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
                  for x in extra)
     spill_s = res.n_spills * 4 * 2 * res.threads * n * grid / r.l2
     terms = main.terms
+    c_first = min(B, max(1, -(-grid // r.sms)))        # CTAs per SM of the first wave
     return Estimate(fits=True, slots=r.sms * B, waves=main.waves, tail_ctas=main.tail_ctas,
                     latency_step_s=terms["latency"], dram_step_s=terms["dram"], l2_step_s=terms["l2"],
                     shared_step_s=terms["shared"], tensor_step_s=terms["tensor"], issue_step_s=terms["issue"],
-                    in_flight_bytes=in_flight(min(B, max(1, -(-grid // r.sms))), lp),
-                    latency_s=loaded_latency(r, min(B, max(1, -(-grid // r.sms))), lp), step_s=max(terms.values()),
+                    in_flight_bytes=in_flight(c_first, lp), latency_s=loaded_latency(r, c_first, lp),
+                    step_s=max(terms.values()),
                     waves_s=main.total_s, tail_s=main.tail_s, secondary_s=second, spill_s=spill_s,
                     total_s=main.total_s + second + spill_s + launch_s, bound=max(terms, key=terms.get),
                     loop_barriers=res.loop_barriers, **common)

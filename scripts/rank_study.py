@@ -162,15 +162,13 @@ def warm(name: str, cfgs: list[dict], point: dict, workers: int) -> list[str]:
 
 
 def _check(kernel, cfg, inputs, ref) -> dict[str, Any]:
-    """The output of one launch against the reference (occmodel.gpu's tolerance rule)."""
+    """The output of one launch against the reference: validate's gate (occmodel.gpu.compare)."""
+    import dataclasses
     import torch
     from occmodel import gpu
     out = kernel.launch(inputs, cfg)
     torch.cuda.synchronize()
-    tol = gpu.tolerance(cfg, gpu._dtype_name(out))
-    out = out.float()
-    rel = float(torch.linalg.vector_norm(torch.nan_to_num(out - ref, nan=1e30)) / torch.linalg.vector_norm(ref))
-    return {"ok": bool(math.isfinite(rel) and rel <= tol), "rel_error": rel, "tolerance": tol}
+    return dataclasses.asdict(gpu.compare(out, ref, cfg))
 
 
 def measure_point(kernel, cfgs: list[dict], skip: list[str], point: dict, samples: int, l2: int, seed: int,

@@ -1,0 +1,24 @@
+"""The correctness gate (occmodel.gpu.compare) that validate and the rank study share, on CPU
+tensors: the tolerance comes from the output's own dtype, before it is upcast."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from occmodel import gpu  # noqa: E402  (imports torch)
+
+
+def test_a_bf16_rounding_of_the_reference_passes_and_an_offset_fails():
+    ref = torch.linspace(-3, 3, 1000)
+    ok = gpu.compare(ref.to(torch.bfloat16), ref, {})
+    assert ok.ok and ok.tolerance == 2e-2 and ok.n_bad == 0 and ok.n_total == 1000
+    # +1 everywhere: relative L2 error ~ 0.57 > 2e-2, and every element off by more than 10 x tol x 3
+    bad = gpu.compare((ref + 1).to(torch.bfloat16), ref, {})
+    assert not bad.ok and bad.n_bad == 1000
+
+
+def test_fp32_output_gets_the_fp32_tolerance_and_one_nan_fails():
+    ref = torch.ones(100)
+    out = ref.clone()
+    out[7] = float("nan")
+    res = gpu.compare(out, ref, {})
+    assert res.tolerance == 1e-4 and not res.ok and res.n_bad == 1
