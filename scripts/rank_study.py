@@ -116,6 +116,21 @@ def valid_configs(kernel, cfgs: list[dict]) -> list[dict]:
     return out
 
 
+class InputError(Exception):
+    """Bad input to a subcommand: one line, exit status 2."""
+
+
+def read_json(path: str) -> dict[str, Any]:
+    """A `measure` (or session 2 rank_sweep) JSON file; InputError naming it when it is not one."""
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise InputError(f"cannot read {path!r} as a rank_study JSON file: {exc}".splitlines()[0]) from None
+    if not isinstance(doc, dict) or "kernels" not in doc:
+        raise InputError(f"{path!r} is not a rank_study JSON file (no 'kernels'); give a `measure` output")
+    return doc
+
+
 def median(xs: list[float]) -> float | None:
     return statistics.median(xs) if xs else None
 
@@ -433,7 +448,7 @@ def cmd_evaluate(args) -> int:
 
     import triton
     from occmodel.spec import load_spec
-    doc = json.loads(Path(args.measured).read_text())
+    doc = read_json(args.measured)
     spec = load_spec(doc.get("spec", "sm_90"))
     ran = doc.get("env", {}).get("triton")
     if ran and ran != triton.__version__ and not args.any_triton:
@@ -442,12 +457,12 @@ def cmd_evaluate(args) -> int:
         return 2
     entries = measured_entries(doc)
     if args.legacy:
-        entries += legacy_entries(json.loads(Path(args.legacy).read_text()))
+        entries += legacy_entries(read_json(args.legacy))
     want = set(args.kernels.split(",")) if args.kernels else None
     entries = [e for e in entries if (want is None or e["kernel"] in want) and (args.role in ("all", e["role"]))]
     cals = calibrations(doc, spec, args.product)
     if args.calibrations_from:
-        other = calibrations(json.loads(Path(args.calibrations_from).read_text()), spec, args.product)
+        other = calibrations(read_json(args.calibrations_from), spec, args.product)
         cals.update({f"{n} (other start)": c for n, c in other.items() if n != "datasheet"})
     if args.calibration:
         cals = {n: c for n, c in cals.items() if n in args.calibration.split(",")}
@@ -476,7 +491,7 @@ def cmd_rerun(args) -> int:
     """Two `measure` files of the same sweeps (separate machine starts): how well the GPU agrees with
     itself (the ceiling for any model) and how the calibrations moved."""
     from occmodel import rank as R
-    docs = [json.loads(Path(p).read_text()) for p in (args.first, args.second)]
+    docs = [read_json(p) for p in (args.first, args.second)]
     lines = [f"# Run to run: {args.first} vs {args.second}", "",
              "Made by: `python3 scripts/rank_study.py " + " ".join(sys.argv[1:]) + "`", "",
              "## The same sweep timed on two machine starts", "",
@@ -540,7 +555,11 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"rank_study: error: unknown kernel {unknown[0]!r}; allowed: {', '.join(SWEEPS)}", file=sys.stderr)
         return 2
-    return args.run(args)
+    try:
+        return args.run(args)
+    except InputError as exc:
+        print(f"rank_study: error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -261,3 +261,13 @@ def test_ties_are_shown_as_ties():
     # a tie that crosses the cut is said, with how many are left out
     assert R.tie_note([1.0, 2.0, 2.0, 2.0], 2) == "3-way tie at #2 (2 of them past the top 2)"
     assert R.tie_note([1.0, 2.0, 3.0], 3) == ""
+
+
+def test_study_bad_files_are_one_line_exit_2(tmp_path):
+    script = str(ROOT / "scripts" / "rank_study.py")
+    (tmp_path / "list.json").write_text("[1]")
+    for argv in (["evaluate", str(tmp_path / "missing.json"), "--out", str(tmp_path / "o")],
+                 ["rerun", str(tmp_path / "list.json"), str(tmp_path / "list.json"), "--out", str(tmp_path / "o.md")]):
+        proc = subprocess.run([sys.executable, script, *argv], capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert "json" in proc.stderr.lower()
