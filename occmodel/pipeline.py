@@ -24,9 +24,12 @@ Pure: string processing; compiling is occmodel.evidence's job.
 from __future__ import annotations
 
 import linecache
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
+
+from .layouts import Layouts, _ints
 
 ASYNC_OPS = {"ttg.async_copy_global_to_local": "cp.async", "ttng.async_tma_copy_global_to_local": "TMA",
              "ttng.async_tma_gather": "TMA"}
@@ -44,6 +47,7 @@ _LOCDEF = re.compile(r"^(#loc\d*)\s*=\s*loc\((.*)\)\s*$")
 _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
 _WAIT = re.compile(r"\{num = (\d+) : i32\}")
 _MMA_DEF = re.compile(r"^(#[\w]+)\s*=\s*#ttg\.nvidia_mma<\{(.*)\}>")
+_REDUCE_TYPES = re.compile(r"^\s*\}\)\s*:\s*\((tensor<[^>]*>)\)\s*->\s*(tensor<.*>)\s*loc")
 _OPERAND = re.compile(r"(tensor|!ttg\.memdesc)<((?:\d+x)+)([a-zA-Z]\w*)")
 
 
@@ -122,6 +126,9 @@ class LoopInfo:
     wait_groups: int | None    # smallest `num` of the ttg.async_wait ops in the body (groups left in flight)
     groups_per_iteration: int  # ttg.async_commit_group ops in the body
     dots: tuple[LoopDot, ...] = ()   # the body's matrix multiplies (K-chunked dots listed per chunk)
+    exchange_elements: float = 0.0   # the widest reduction ACROSS WARPS in the body: elements per thread of
+                                     # its result (0: none; 1: a scalar per row; > 1: a vector, whose shared
+                                     # scratch round trip is bank-conflicted: rank's term (g))
 
     @property
     def shared_read_bytes(self) -> int:
@@ -227,6 +234,7 @@ def parse_ttgir(text: str, kernel: str = "", arch: str = "", num_stages: int | N
     lines = text.splitlines()
     locs = _Locations(lines)
     mmas = _mma_layouts(lines)
+    lay = Layouts(text)
     defs: dict[str, tuple[str, str]] = {}           # ssa -> (op, line); iter_args -> ("iter_arg", init)
     for ln in lines:
         m = _OP.match(ln)
@@ -263,13 +271,15 @@ def parse_ttgir(text: str, kernel: str = "", arch: str = "", num_stages: int | N
         if in_func and inner is not None:
             branch = any(kind == "scf.if" for kind, _ in stack[inner + 1:])
             _collect(stack[inner][1], op, ln, branch, locs, ring_of, mmas)
+            _reduction(stack[inner][1], op, ln, lay)
         bare = _STRINGS.sub('""', ln)
         net = bare.count("{") - bare.count("}")
         for _ in range(max(net, 0)):
             rec = None
             if op == "scf.for" and in_func:
                 rec = {"where": locs.of(ln)[1], "depth": sum(1 for _, r in stack if r is not None),
-                       "dot": False, "dots": [], "loads": {}, "waits": [], "commits": 0}
+                       "dot": False, "dots": [], "loads": {}, "waits": [], "commits": 0, "axes": [],
+                       "exchange": 0.0}
                 loops.append(rec)
             kind = "tt.func public" if op == "tt.func" and " public " in ln else op
             stack.append((kind, rec))
@@ -280,7 +290,8 @@ def parse_ttgir(text: str, kernel: str = "", arch: str = "", num_stages: int | N
                 if rec is not None and not rec["where"]:      # the loop's location closes it
                     rec["where"] = locs.of(ln)[1]
     infos = tuple(LoopInfo(rec["where"], rec["depth"], rec["dot"], tuple(_merge(rec["loads"])),
-                           min(rec["waits"]) if rec["waits"] else None, rec["commits"], tuple(rec["dots"]))
+                           min(rec["waits"]) if rec["waits"] else None, rec["commits"], tuple(rec["dots"]),
+                           rec["exchange"])
                   for rec in loops)
     return PipelineReport(kernel, arch, num_stages, infos)
 
@@ -353,6 +364,30 @@ def _collect(rec: dict, op: str, ln: str, branch: bool, locs: _Locations, ring_o
         ring = ring_of(dst.group(1)) if dst else None
         if ring is not None:
             entry["rings"][ring[0]] = (ring[1], ring[2])
+
+
+def _reduction(rec: dict, op: str, ln: str, lay: Any) -> None:
+    """A tt.reduce in the loop body: its axis is on the op's line, its types on the line closing its
+    region (``}) : (tensor<..., #in>) -> tensor<..., #out>``); one whose input layout spreads the axis
+    over several warps goes through shared memory (rec["exchange"]: its result's elements per thread)."""
+    if op == "tt.reduce":
+        m = re.search(r"axis = (\d+)", ln)
+        rec["axes"].append(int(m.group(1)) if m else None)
+        return
+    m = _REDUCE_TYPES.match(ln)
+    if not m or not rec["axes"]:
+        return
+    axis = rec["axes"].pop()
+    src = re.match(r"tensor<((?:\d+x)+)\w+, (.*)>$", m.group(1))
+    if axis is None or not src:
+        return
+    kind, body = lay._resolve(src.group(2))
+    wpc = _ints(body, "warpsPerCTA") if kind == "#ttg.blocked" else []
+    if axis < len(wpc) and wpc[axis] > 1:
+        out = re.match(r"tensor<((?:\d+x)+)\w+, (.*)>$", m.group(2))
+        threads = 32 * math.prod(wpc)
+        elems = lay.elements(_dims(out.group(1)), out.group(2), threads) if out else 1.0
+        rec["exchange"] = max(rec["exchange"], elems)
 
 
 def _merge(loads: Mapping[tuple, dict]) -> Iterable[LoopLoad]:

@@ -18,12 +18,22 @@ and one iteration of the c co-resident CTAs takes the slowest of (all times in s
                   c x t / (BW_L2 / SMs),       (c) of L2 bandwidth
                   c x s / SMEM_sm,             (d) of shared-memory bandwidth (128 B/clk/SM)
                   c x f / P_sm,                (e) of the tensor cores (P_sm = P / SMs)
-                  c x W x i / (min(4, c x W) x clock))
+                  c x W x i / (min(4, c x W) x clock),
                                                (f) instruction issue: W warps per CTA each issue i
                                                    slots per iteration (the SASS loop's instructions,
                                                    MUFU ops x 8, over u, the source iterations one trip
                                                    of the SASS loop covers: ptxas unrolls); 4 schedulers
                                                    per SM
+                  c x W x x x K / clock)       (g) a cross-warp exchange: a main loop that holds a
+                                                   block-wide barrier (BAR.SYNC: a reduction or layout
+                                                   conversion across warps) sends its x shared loads and
+                                                   stores per warp per iteration (the SASS loop's LDS /
+                                                   STS over u) through the SM's one shared-memory pipe,
+                                                   K cycles each: 1 (conflict-free), or, when the loop
+                                                   reduces a VECTOR across warps (the TTGIR: a tt.reduce
+                                                   whose axis spans warps and whose result holds > 1
+                                                   element per thread), EXCHANGE_CYCLES_PER_OP (bank
+                                                   conflicts of Triton's scratch: measured, see below)
 
 L(q) is a tile's loaded latency with q = c x max(k, 1) x t bytes in flight per SM: the DRAM
 latency at rho x q, rho = d / t the share of the tile that comes from DRAM (only that share
@@ -59,7 +69,7 @@ from .card import Config, KernelCard, Secondary  # noqa: F401  (Secondary: re-ex
 from .errors import ConfigError
 from .spec import HardwareSpec
 
-BOUNDS = ("latency", "dram", "l2", "shared", "tensor", "issue")
+BOUNDS = ("latency", "dram", "l2", "shared", "tensor", "issue", "exchange")
 # The latency curve is never read below this load (bytes in flight per SM). Chosen on the
 # development kernels (reports/kernels_dev_heldout.md), not the held-out ones: a GEMM's tiles
 # are mostly L2 hits (rho ~ 0.1), so rho x q falls to the unloaded 4 KB probe (~400 ns on an
@@ -67,6 +77,15 @@ BOUNDS = ("latency", "dram", "l2", "shared", "tensor", "issue")
 # with the 800 ns default; read at 16 KB (one 4 KB tile per CTA at 4 CTAs/SM, ~690 ns) the
 # measured curve ranks the development kernels as well as the datasheet figures or better.
 LATENCY_FLOOR_BYTES = 16 * 1024
+# Cycles of the SM's shared-memory pipe per warp-level LDS / STS in a main loop that reduces a
+# vector across warps (term (g)). Triton's scratch for such a reduction is bank-conflicted to a
+# degree the SASS does not show (the addresses are computed from the thread id); a conflict-free
+# access takes 1 cycle (what a scalar reduction or a layout conversion is charged). Measured
+# on the H200 (session 5, development: moe_gather, reports/h200/rank_study_h200.json): over its 87
+# configs with >= 3 barriers in the loop, (measured time per CTA iteration per SM, in cycles) /
+# (warps x shared ops per iteration) has median 9.5, quartiles 5.6 / 14.4, range 3.0-18.7 -- the
+# term is good to about 2x, enough to tell a 2.5-17x slower config from a roofline one.
+EXCHANGE_CYCLES_PER_OP = 9.5
 
 
 @dataclass(frozen=True)
@@ -83,7 +102,8 @@ class Resources:
     dot_flops: int = 0       # tensor FLOPs per iteration (0: use flops / (grid x n))
     unroll: int = 1          # source iterations per SASS loop trip (ptxas hoists their loads together)
     issue_per_iter: float = 0.0   # issue slots per warp per iteration (0: unknown, term (f) off)
-    loop_barriers: int = 0   # block-wide barriers per trip of the SASS main loop (NOT costed: see Estimate)
+    loop_barriers: int = 0   # block-wide barriers per trip of the SASS main loop
+    exchange_cycles: float = 0.0  # (g): shared-pipe cycles per warp per iteration of a cross-warp exchange
 
 
 @dataclass(frozen=True)
@@ -121,9 +141,8 @@ class Estimate:
     launch_s: float
     total_s: float                  # the estimate (inf when the config does not fit)
     bound: str                      # which term sets step(B): one of BOUNDS, or "does not fit"
-    loop_barriers: int = 0          # block-wide barriers per main-loop trip; the model does NOT cost them
-                                    # (a cross-warp reduction in the loop: 2.5-17x slower, measured on
-                                    # moe_gather, reports/rank_study_h200.md): a warning, not a term
+    loop_barriers: int = 0          # block-wide barriers per main-loop trip (a cross-warp exchange)
+    exchange_step_s: float = 0.0    # (g) the exchange's shared-memory round trips (0 without a barrier)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -172,22 +191,25 @@ def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any
         if rep.main is not None:
             reads, flops = rep.main.shared_read_bytes, rep.main.dot_flops
     source = "compiled" if ev.source == "compiled" else "model"
-    u, issue, barriers = _sass_loop(getattr(ev, "result", None), threads, rep)
+    u, issue, barriers, exchange = _sass_loop(getattr(ev, "result", None), threads, rep)
     return Resources(blocks, threads, loop_tile_bytes(kernel, cfg, point, rep), ahead, int(ev.spills or 0), source,
-                     reads, flops, u, issue, barriers)
+                     reads, flops, u, issue, barriers, exchange)
 
 
-def _sass_loop(result: Any, threads: int, rep: Any) -> tuple[int, float, int]:
-    """(unroll, issue slots per warp per iteration, barriers per trip) of the compiled main loop;
-    (1, 0.0, 0) without SASS."""
+def _sass_loop(result: Any, threads: int, rep: Any) -> tuple[int, float, int, float]:
+    """(unroll, issue slots per warp per iteration, barriers per trip, exchange cycles per warp per
+    iteration: 0 unless the loop holds a barrier, see term (g)) of the compiled main loop; (1, 0.0, 0, 0.0)
+    without SASS."""
     from . import sass as S
     loop = S.main_loop(S.sass_loops(getattr(result, "sass", None) or ""))
     if loop is None:
-        return 1, 0.0, 0
+        return 1, 0.0, 0, 0.0
     main = rep.main if rep is not None else None
     per_iter = sum(ld.slot_bytes for ld in main.loads) if main is not None else 0
     u = S.unroll(loop, threads, per_iter) if not (rep is not None and rep.ahead) else 1
-    return u, S.issue_slots(loop) / u, loop.barriers
+    vector = main is not None and main.exchange_elements > 1
+    k = EXCHANGE_CYCLES_PER_OP if vector else 1.0
+    return u, S.issue_slots(loop) / u, loop.barriers, (loop.shared_ops / u * k if loop.barriers else 0.0)
 
 
 # ------------------------------------------------------------------ model
@@ -226,8 +248,9 @@ class _Loop:
     f: float           # tensor FLOPs
     k: int             # tiles ahead (0: unpipelined)
     u: int = 1         # source iterations per SASS loop trip (informational: the issue term is per iteration)
-    warps: int = 0     # warps per CTA (0: term (f) off)
+    warps: int = 0     # warps per CTA (0: terms (f) and (g) off)
     issue: float = 0.0 # issue slots per warp per iteration
+    exchange: float = 0.0  # shared-pipe cycles per warp per iteration of a cross-warp exchange (term (g))
 
 
 def in_flight(c: int, lp: _Loop) -> float:
@@ -248,7 +271,7 @@ def loaded_latency(r: _Rates, c: int, lp: _Loop) -> float:
 
 
 def _steps(r: _Rates, c: int, lp: _Loop, lat: float | None = None) -> dict[str, float]:
-    """The six per-iteration terms for c co-resident CTAs (see the module doc); `lat` overrides
+    """The seven per-iteration terms for c co-resident CTAs (see the module doc); `lat` overrides
     L(q) (a secondary kernel reading what was just written waits the L2 latency)."""
     per = r.sms
     L = loaded_latency(r, c, lp) if lat is None else lat
@@ -257,7 +280,7 @@ def _steps(r: _Rates, c: int, lp: _Loop, lat: float | None = None) -> dict[str, 
     issue = warps * lp.issue / (min(4, warps) * r.clock) if warps and lp.issue else 0.0
     return {"latency": L / lp.k if lp.k >= 1 else L + own, "dram": c * lp.d / (r.bw / per),
             "l2": c * lp.t / (r.l2 / per), "shared": c * lp.s / (r.smem / per), "tensor": c * lp.f / (r.peak / per),
-            "issue": issue}
+            "issue": issue, "exchange": warps * lp.exchange / r.clock}
 
 
 @dataclass(frozen=True)
@@ -313,10 +336,11 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
     if B <= 0:
         inf = math.inf
         return Estimate(fits=False, slots=0, waves=0, tail_ctas=0, latency_step_s=inf, dram_step_s=inf,
-                        l2_step_s=inf, shared_step_s=inf, tensor_step_s=inf, issue_step_s=inf, in_flight_bytes=0.0,
+                        l2_step_s=inf, shared_step_s=inf, tensor_step_s=inf, issue_step_s=inf, exchange_step_s=inf,
+                        in_flight_bytes=0.0,
                         latency_s=inf, step_s=inf, waves_s=inf, tail_s=inf,
                         secondary_s=0.0, spill_s=0.0, total_s=inf, bound="does not fit", **common)
-    lp = _Loop(d, t, s, f, k, max(1, res.unroll), res.threads // 32, res.issue_per_iter)
+    lp = _Loop(d, t, s, f, k, max(1, res.unroll), res.threads // 32, res.issue_per_iter, res.exchange_cycles)
     main = _kernel(r, grid, B, n, lp)
     second = sum(_kernel(r, x.grid, x.blocks_per_sm, x.iterations,
                          _Loop(float(x.dram_bytes), float(x.tile_bytes), 0.0, 0.0, min(x.ahead, x.iterations)),
@@ -328,6 +352,7 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
     return Estimate(fits=True, slots=r.sms * B, waves=main.waves, tail_ctas=main.tail_ctas,
                     latency_step_s=terms["latency"], dram_step_s=terms["dram"], l2_step_s=terms["l2"],
                     shared_step_s=terms["shared"], tensor_step_s=terms["tensor"], issue_step_s=terms["issue"],
+                    exchange_step_s=terms["exchange"],
                     in_flight_bytes=in_flight(c_first, lp), latency_s=loaded_latency(r, c_first, lp),
                     step_s=max(terms.values()),
                     waves_s=main.total_s, tail_s=main.tail_s, secondary_s=second, spill_s=spill_s,

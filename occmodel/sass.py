@@ -36,6 +36,8 @@ class SassLoop:
     async_copies: int           # LDGSTS / UTMALDG per trip (pipelined loads)
     inner: bool                 # no other loop inside it
     barriers: int = 0           # block-wide barriers per trip (BAR.SYNC: e.g. a reduction across warps)
+    shared_ops: int = 0         # shared-memory loads and stores per trip (LDS / STS / ATOMS; not ldmatrix,
+                                # stmatrix or async copies): a cross-warp exchange's round trips
 
 
 def _ldg_bytes(op: str) -> int:
@@ -70,8 +72,15 @@ def sass_loops(sass: str) -> list[SassLoop]:
                               sum(op.startswith("MUFU") for _, op in body),
                               sum(op.startswith(("HMMA", "HGMMA", "UTCHMMA", "UTCMMA", "IMMA", "QGMMA")) for _, op in body),
                               sum(op.startswith(("LDGSTS", "UTMALDG")) for _, op in body), inner,
-                              sum(op.startswith("BAR.SYNC") or op == "BAR" for _, op in body)))
+                              sum(op.startswith("BAR.SYNC") or op == "BAR" for _, op in body),
+                              sum(_is_shared_op(op) for _, op in body)))
     return sorted(loops, key=lambda lp: (not lp.inner, lp.start))
+
+
+def _is_shared_op(op: str) -> bool:
+    """A warp-level shared-memory load or store (LDS, STS, ATOMS), not ldmatrix / stmatrix (a dot's
+    operands, costed as shared reads) nor an async copy (LDGSTS: a global load)."""
+    return op.startswith(("LDS", "STS", "ATOMS")) and not op.startswith(("LDSM", "STSM", "LDGSTS"))
 
 
 def main_loop(loops: list[SassLoop]) -> SassLoop | None:

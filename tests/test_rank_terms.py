@@ -116,20 +116,21 @@ def test_issue_term_and_unpipelined_latency():
     assert math.isfinite(piped.total_s)
 
 
-def test_loop_barriers_are_reported_not_costed():
-    """A block-wide barrier in the main loop is carried to the estimate as a warning; the time is the
-    same as without it (the model has no barrier term: said in rank's output)."""
+def test_exchange_term_costs_a_loops_shared_round_trips():
+    """Term (g): a main loop holding a block-wide barrier sends its shared loads / stores through the
+    SM's one shared-memory pipe; a vector reduction across warps pays EXCHANGE_CYCLES_PER_OP per access
+    (bank conflicts), anything else 1 cycle (conflict-free)."""
     from occmodel.card import KernelCard
 
     class Toy(KernelCard):
         def grid(self, cfg, point):
-            return 264
+            return 200
 
         def loop_iterations(self, cfg, point):
             return 10
 
         def bytes_moved(self, cfg, point):
-            return 264 * 10 * 4096
+            return 200 * 10 * 4096
 
         def flops(self, cfg, point):
             return 0
@@ -137,10 +138,66 @@ def test_loop_barriers_are_reported_not_costed():
     card = Toy(name="toy", summary="", params=(), baseline={})
     cal, cfg = _cal(), {"num_warps": 4, "num_stages": 2}
 
-    def one(barriers):
+    def one(barriers, cycles):
         res = R.Resources(blocks_per_sm=2, threads=128, tile_bytes=4096, ahead=1, n_spills=0, source="hand",
-                          loop_barriers=barriers)
+                          loop_barriers=barriers, exchange_cycles=cycles)
         return R.estimate(card, cal, cfg, {}, res, 1e15)
-    plain, barred = one(0), one(5)
-    assert barred.loop_barriers == 5 and plain.loop_barriers == 0
-    assert barred.total_s == plain.total_s
+    plain, barred = one(0, 0.0), one(5, 33 * R.EXCHANGE_CYCLES_PER_OP)
+    assert plain.exchange_step_s == 0.0 and barred.loop_barriers == 5
+    # 2 CTAs x 4 warps x 33 accesses x 9.5 cycles / 2 GHz = 1,254 ns per iteration of the 2 CTAs
+    assert barred.exchange_step_s == pytest.approx(2 * 4 * 33 * 9.5 / 2e9)
+    assert barred.bound == "exchange" and plain.bound == "latency"
+    # one wave (200 CTAs <= 100 SMs x 2): 10 iterations x 1,254 ns + the first tile's 700 ns + 1 us launch
+    assert barred.total_s == pytest.approx(10 * 1254e-9 + 700e-9 + 1e-6)
+
+
+def test_sass_counts_shared_accesses_not_ldmatrix_or_async_copies():
+    body = """
+        /*0000*/                   LDG.E.128 R4, desc[UR6][R2.64] ;
+        /*0010*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+        /*0020*/                   STS [R18], R3 ;
+        /*0030*/                   STS.U16 [R9+UR5+0x4], R5 ;
+        /*0040*/                   LDS R2, [R17] ;
+        /*0050*/                   LDSM.16.M88.4 R8, [R20] ;
+        /*0060*/                   LDGSTS.E.BYPASS.128 [R21], desc[UR6][R22.64] ;
+        /*0070*/                   ATOMS.ADD RZ, [R23], R24 ;
+        /*0080*/              @!P0 BRA 0x0 ;
+"""
+    lp = S.main_loop(S.sass_loops(body))
+    # STS, STS.U16, LDS, ATOMS.ADD: 4; LDSM (a dot operand) and LDGSTS (an async global load) are not
+    assert lp.shared_ops == 4 and lp.barriers == 1
+
+
+# A main loop's vector reduction across warps, as triton 3.6 writes it (moe_gather, BLOCK_T=1, BLOCK_D=128,
+# 4 warps): the reduced axis (1) spans 4 warps; the result [1, 128] in the slice layout holds
+# 1 x 8 (sizePerThread along D) = 8 elements per thread.
+REDUCE_TTGIR = """#blocked = #ttg.blocked<{sizePerThread = [1, 1, 8], threadsPerWarp = [1, 2, 16], warpsPerCTA = [1, 4, 1], order = [2, 0, 1]}>
+#blocked1 = #ttg.blocked<{sizePerThread = [1, 8], threadsPerWarp = [1, 32], warpsPerCTA = [4, 1], order = [1, 0]}>
+module attributes {"ttg.num-warps" = 4 : i32} {
+  tt.func public @k(%arg0: !tt.ptr<f16>) attributes {noinline = false} {
+    scf.for %d0 = %c0_i32 to %n step %c128_i32  : i32 {
+      %acc_46 = arith.mulf %a, %b : tensor<1x8x128xf32, #blocked> loc(#loc80)
+      %acc_47 = "tt.reduce"(%acc_46) <{axis = 1 : i32}> ({
+      ^bb0(%x: f32 loc(#loc1), %y: f32 loc(#loc1)):
+        %s = arith.addf %x, %y : f32 loc(#loc93)
+        tt.reduce.return %s : f32 loc(#loc91)
+      }) : (tensor<1x8x128xf32, #blocked>) -> tensor<1x128xf32, #ttg.slice<{dim = 1, parent = #blocked}>> loc(#loc91)
+      %r = "tt.reduce"(%q) <{axis = 1 : i32}> ({
+      ^bb0(%x: f32 loc(#loc1), %y: f32 loc(#loc1)):
+        %s = arith.addf %x, %y : f32 loc(#loc93)
+        tt.reduce.return %s : f32 loc(#loc91)
+      }) : (tensor<8x256xf32, #blocked1>) -> tensor<8xf32, #ttg.slice<{dim = 1, parent = #blocked1}>> loc(#loc92)
+    } loc(#loc33)
+    tt.return loc(#loc44)
+  } loc(#loc)
+} loc(#loc)
+"""
+
+
+def test_pipeline_reads_a_vector_reduction_across_warps():
+    from occmodel import pipeline as P
+    rep = P.parse_ttgir(REDUCE_TTGIR)
+    # the second reduce's axis 1 lies within a warp (warpsPerCTA [4, 1]): no exchange; the first: 8 elements
+    assert [lp.exchange_elements for lp in rep.loops] == [8.0]
+    within = REDUCE_TTGIR.replace("warpsPerCTA = [1, 4, 1]", "warpsPerCTA = [4, 1, 1]")
+    assert P.parse_ttgir(within).loops[0].exchange_elements == 0.0

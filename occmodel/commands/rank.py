@@ -109,7 +109,8 @@ def run(args) -> Report:
                  ("blocks_per_sm", "blocks/SM"), ("waves", "waves"), ("iterations", "iters"),
                  ("tiles_in_flight", "tiles ahead"), ("shared_kb", "smem reads KB/iter"),
                  ("lat_ns", "(a) latency ns"), ("dram_ns", "(b) DRAM ns"), ("l2_ns", "(c) L2 ns"),
-                 ("shared_ns", "(d) shared ns"), ("tensor_ns", "(e) tensor ns"), ("issue_ns", "(f) issue ns"), ("barriers", "loop barriers (not costed)"),
+                 ("shared_ns", "(d) shared ns"), ("tensor_ns", "(e) tensor ns"), ("issue_ns", "(f) issue ns"), ("exchange_ns", "(g) exchange ns"),
+                 ("barriers", "loop barriers"),
                  ("waves_us", "main us"),
                  ("tail_us", "tail wave us"), ("secondary_us", "secondary us"), ("spill_us", "spill us"),
                  ("launch_us", "launch us")]
@@ -126,7 +127,7 @@ def run(args) -> Report:
                          "shared_kb": round(e.shared_per_iter / 1024, 1) if e.shared_per_iter else None,
                          "lat_ns": _ns(e.latency_step_s), "dram_ns": _ns(e.dram_step_s), "l2_ns": _ns(e.l2_step_s),
                          "shared_ns": _ns(e.shared_step_s), "tensor_ns": _ns(e.tensor_step_s),
-                         "issue_ns": _ns(e.issue_step_s), "barriers": e.loop_barriers if compiled else None,
+                         "issue_ns": _ns(e.issue_step_s), "exchange_ns": _ns(e.exchange_step_s), "barriers": e.loop_barriers if compiled else None,
                          "waves_us": _us(e.waves_s), "tail_us": _us(e.tail_s), "secondary_us": _us(e.secondary_s),
                          "spill_us": _us(e.spill_s), "launch_us": _us(e.launch_s)})
         sections.append(Section(f"Point {_label(points[j], list(points[j]))}", term_cols, rows))
@@ -144,10 +145,12 @@ def run(args) -> Report:
     barred = [i for i in range(len(cfgs)) if any(e.loop_barriers for e in est[i])]
     if barred:
         top_barred = [i for i in order[:args.top or 5] if i in barred]
-        agg.notes.append(f"{len(barred)} config(s) hold a block-wide barrier in the main loop (a reduction across "
-                         "warps; the `loop barriers` column): the estimate does NOT cost it, and on an H200 such "
-                         "configs of a gather kernel ran 2.5-17x slower than its barrier-free ones" + (f"; {len(top_barred)} of them in the top "
-                         f"{args.top or 5}: measure before trusting their rank" if top_barred else ""))
+        agg.notes.append(f"{len(barred)} config(s) hold a block-wide barrier in the main loop (a reduction or layout "
+                         "conversion across warps; the `loop barriers` column): term (g) costs its shared-memory "
+                         f"round trips at {R.EXCHANGE_CYCLES_PER_OP:g} cycles per warp-level access (measured on one "
+                         "H200 kernel, good to about 2x: the bank conflicts are not computed)" + (
+                             f"; {len(top_barred)} of them in the top {args.top or 5}: measure before trusting their rank"
+                             if top_barred else ""))
     src = ("compiled (n_regs, total_shared, n_spills; the TTGIR's ring depth, tile bytes and dot warp layouts)"
            if compiled else "the card's model (no compile: spills and shared-memory operand reads unknown, "
                                  "term (d) is 0; pass --compiled)")
