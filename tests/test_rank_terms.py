@@ -110,8 +110,8 @@ def test_issue_term_and_unpipelined_latency():
     # an unpipelined kernel pays no separate first-tile latency; a pipelined one does
     flat = R._kernel(r, grid=100, blocks=1, n=10, lp=R._Loop(d=1024, t=1024, s=0, f=0, k=0))
     piped = R._kernel(r, grid=100, blocks=1, n=10, lp=R._Loop(d=1024, t=1024, s=0, f=0, k=1))
-    assert flat.total_s == pytest.approx(10 * max(flat.terms.values()))
-    assert piped.total_s == pytest.approx(10 * max(piped.terms.values()) + R.loaded_latency(
+    assert flat.total_s == pytest.approx(10 * R.pmax(flat.terms))
+    assert piped.total_s == pytest.approx(10 * R.pmax(piped.terms) + R.loaded_latency(
         r, 1, R._Loop(d=1024, t=1024, s=0, f=0, k=1)))
     assert math.isfinite(piped.total_s)
 
@@ -147,8 +147,11 @@ def test_exchange_term_costs_a_loops_shared_round_trips():
     # 2 CTAs x 4 warps x 33 accesses x 9.5 cycles / 2 GHz = 1,254 ns per iteration of the 2 CTAs
     assert barred.exchange_step_s == pytest.approx(2 * 4 * 33 * 9.5 / 2e9)
     assert barred.bound == "exchange" and plain.bound == "latency"
-    # one wave (200 CTAs <= 100 SMs x 2): 10 iterations x 1,254 ns + the first tile's 700 ns + 1 us launch
-    assert barred.total_s == pytest.approx(10 * 1254e-9 + 700e-9 + 1e-6)
+    # step = pmax(exchange 1,254, latency 700 (q = 2 x 4 KB -> the 16 KB floor), DRAM 2 x 4,096 / 40 GB/s
+    # = 204.8, L2 2 x 4,096 / 100 GB/s = 81.92 ns) = (1254^4 + 700^4 + 204.8^4 + 81.92^4)^(1/4) = 1,283.6 ns;
+    # one wave (200 CTAs <= 100 SMs x 2): 10 steps + the first tile's 700 ns + 1 us launch
+    assert barred.step_s == pytest.approx(1283.6035e-9)
+    assert barred.total_s == pytest.approx(10 * 1283.6035e-9 + 700e-9 + 1e-6)
 
 
 def test_sass_counts_shared_accesses_not_ldmatrix_or_async_copies():
@@ -201,3 +204,13 @@ def test_pipeline_reads_a_vector_reduction_across_warps():
     assert [lp.exchange_elements for lp in rep.loops] == [8.0]
     within = REDUCE_TTGIR.replace("warpsPerCTA = [1, 4, 1]", "warpsPerCTA = [4, 1, 1]")
     assert P.parse_ttgir(within).loops[0].exchange_elements == 0.0
+
+
+def test_pmax_is_a_smooth_maximum():
+    """Two equal terms cost 2^(1/4) = 1.19x either alone (p = 4); a term 3x smaller adds 0.6 %
+    ((1 + 1/81)^(1/4) = 1.0031); no terms cost nothing; an infinite term is infinite."""
+    assert R.OVERLAP_P == 4.0
+    assert R.pmax({"a": 1.0, "b": 1.0}) == pytest.approx(2 ** 0.25)
+    assert R.pmax({"a": 3.0, "b": 1.0}) == pytest.approx(3.0 * (1 + 1 / 81) ** 0.25)
+    assert R.pmax({"a": 0.0}) == 0.0 and R.pmax({"a": math.inf, "b": 1.0}) == math.inf
+    assert R.pmax({"a": 5.0, "b": 0.0}) == 5.0
