@@ -13,7 +13,9 @@ and one iteration of the c co-resident CTAs takes about the slowest of (all time
 
     step(c) = pmax(lat,                         (a) latency: L(q) / k with k = tiles ahead >= 1;
                                                    unpipelined (k = 0) a CTA waits L(q), then computes:
-                                                   L(q) + s / SMEM_sm + f / P_sm
+                                                   b x L(q) + s / SMEM_sm + f / P_sm, b = the round trips
+                                                   its register loads take (load_batches: words loaded
+                                                   per thread / registers per thread, >= 1)
                   c x d / (BW / SMs),          (b) its share of DRAM bandwidth
                   c x t / (BW_L2 / SMs),       (c) of L2 bandwidth
                   c x s / SMEM_sm,             (d) of shared-memory bandwidth (128 B/clk/SM)
@@ -125,6 +127,7 @@ class Resources:
     issue_per_iter: float = 0.0   # issue slots per warp per iteration (0: unknown, term (f) off)
     loop_barriers: int = 0   # block-wide barriers per trip of the SASS main loop
     exchange_cycles: float = 0.0  # (g): shared-pipe cycles per warp per iteration of a cross-warp exchange
+    batches: float = 1.0     # round trips one unpipelined iteration's register loads take (see load_batches)
 
 
 @dataclass(frozen=True)
@@ -213,8 +216,21 @@ def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any
             reads, flops = rep.main.shared_read_bytes, rep.main.dot_flops
     source = "compiled" if ev.source == "compiled" else "model"
     u, issue, barriers, exchange = _sass_loop(getattr(ev, "result", None), threads, rep)
+    plain = sum(ld.slot_bytes for ld in rep.main.loads if not ld.pipelined) if rep is not None and rep.main else 0
     return Resources(blocks, threads, loop_tile_bytes(kernel, cfg, point, rep), ahead, int(ev.spills or 0), source,
-                     reads, flops, u, issue, barriers, exchange)
+                     reads, flops, u, issue, barriers, exchange, load_batches(plain, threads, ev.regs))
+
+
+def load_batches(plain_bytes: int, threads: int, regs: int | None) -> float:
+    """Latency round trips of one unpipelined iteration: a thread can hold no more loaded words than it
+    has registers, so an iteration whose register loads (the main loop's plain tt.loads) bring W words
+    per thread waits the latency W / regs times (at least once). Found on gemv (session 5, after its
+    held-out evaluation): fp32, BLOCK_K=512 on 2 warps loads 128-256 words per thread into 50-64
+    registers and ran 2.9-5.9x slower than the model said; no other measured kernel changes."""
+    words = plain_bytes / 4 / max(1, threads)
+    if not regs or words <= 0:
+        return 1.0
+    return max(1.0, words / regs)
 
 
 def _sass_loop(result: Any, threads: int, rep: Any) -> tuple[int, float, int, float]:
@@ -270,6 +286,7 @@ class _Loop:
     k: int             # tiles ahead (0: unpipelined)
     u: int = 1         # source iterations per SASS loop trip (informational: the issue term is per iteration)
     warps: int = 0     # warps per CTA (0: terms (f) and (g) off)
+    batches: float = 1.0   # latency round trips per unpipelined iteration (load_batches)
     issue: float = 0.0 # issue slots per warp per iteration
     exchange: float = 0.0  # shared-pipe cycles per warp per iteration of a cross-warp exchange (term (g))
 
@@ -299,7 +316,7 @@ def _steps(r: _Rates, c: int, lp: _Loop, lat: float | None = None) -> dict[str, 
     own = lp.s / (r.smem / per) + lp.f / (r.peak / per)
     warps = c * lp.warps
     issue = warps * lp.issue / (min(4, warps) * r.clock) if warps and lp.issue else 0.0
-    return {"latency": L / lp.k if lp.k >= 1 else L + own, "dram": c * lp.d / (r.bw / per),
+    return {"latency": L / lp.k if lp.k >= 1 else lp.batches * L + own, "dram": c * lp.d / (r.bw / per),
             "l2": c * lp.t / (r.l2 / per), "shared": c * lp.s / (r.smem / per), "tensor": c * lp.f / (r.peak / per),
             "issue": issue, "exchange": warps * lp.exchange / r.clock}
 
@@ -361,7 +378,7 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
                         in_flight_bytes=0.0,
                         latency_s=inf, step_s=inf, waves_s=inf, tail_s=inf,
                         secondary_s=0.0, spill_s=0.0, total_s=inf, bound="does not fit", **common)
-    lp = _Loop(d, t, s, f, k, max(1, res.unroll), res.threads // 32, res.issue_per_iter, res.exchange_cycles)
+    lp = _Loop(d, t, s, f, k, max(1, res.unroll), res.threads // 32, res.batches, res.issue_per_iter, res.exchange_cycles)
     main = _kernel(r, grid, B, n, lp)
     second = sum(_kernel(r, x.grid, x.blocks_per_sm, x.iterations,
                          _Loop(float(x.dram_bytes), float(x.tile_bytes), 0.0, 0.0, min(x.ahead, x.iterations)),

@@ -214,3 +214,17 @@ def test_pmax_is_a_smooth_maximum():
     assert R.pmax({"a": 3.0, "b": 1.0}) == pytest.approx(3.0 * (1 + 1 / 81) ** 0.25)
     assert R.pmax({"a": 0.0}) == 0.0 and R.pmax({"a": math.inf, "b": 1.0}) == math.inf
     assert R.pmax({"a": 5.0, "b": 0.0}) == 5.0
+
+
+def test_register_loads_take_several_round_trips_when_they_outgrow_the_registers():
+    """gemv's fp32 BLOCK_N=32 x BLOCK_K=512 tile on 2 warps: 65,536 B / 64 threads / 4 B = 256 words per
+    thread into 64 registers -> 4 latency round trips per iteration; a tile that fits waits once."""
+    assert R.load_batches(32 * 512 * 4, 64, 64) == pytest.approx(4.0)
+    assert R.load_batches(4 * 512 * 4, 64, 44) == 1.0            # 32 words < 44 registers
+    assert R.load_batches(4096, 128, None) == 1.0 and R.load_batches(0, 128, 64) == 1.0
+    r = R.rates(_cal(), peak_flops=1e15)
+    one = R._steps(r, 1, R._Loop(d=1024, t=1024, s=0, f=0, k=0))["latency"]
+    four = R._steps(r, 1, R._Loop(d=1024, t=1024, s=0, f=0, k=0, batches=4.0))["latency"]
+    assert four == pytest.approx(4 * one)                       # unpipelined: 4 x L(q)
+    piped = R._Loop(d=1024, t=1024, s=0, f=0, k=2, batches=4.0)
+    assert R._steps(r, 1, piped)["latency"] == pytest.approx(R.loaded_latency(r, 1, piped) / 2)   # k >= 1: no change
