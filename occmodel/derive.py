@@ -26,12 +26,15 @@ Shared memory, exact by construction where it answers:
    the nearest sampled config of that piece (buffers not live together share space).
    A config whose code path no sample showed is not covered.
 
-Registers, an estimate: what each thread holds -- 32-bit words of the values carried
-across the main loop (accumulators, running maxima, pointers) and of the tiles loaded
-in its body, from the TTGIR layouts (:mod:`occmodel.layouts`), each expressed in the
-parameters like a buffer -- calibrated on the sample by least squares
-(regs = a + b x carried + c x loaded, b, c >= 0), anchored on the nearest sampled config
-(its actual registers plus the estimate's change from it), clamped to 1..255.
+Registers, an estimate: the register pressure of the main loop -- the 32-bit words per
+thread of the values live together at its busiest point (accumulators and running maxima
+carried across it, loop-invariant operands, the QK^T-like tiles a dot produces in it), by
+a liveness walk of the SSA body (:mod:`occmodel.liveness`; a tile's words spread evenly
+over the threads, a broadcast or splat counted as its source). Each value live there is
+expressed in the parameters like a buffer (``c x BLOCK_N x HEAD_DIM / num_warps``), so the
+peak is known at configs never compiled; calibrated on the sample by least squares
+(regs = a + b x peak words, b >= 0), anchored on the nearest sampled config of the same
+num_warps (its actual registers plus the estimate's change from it), clamped to 1..255.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ import sympy
 from .allocation import Allocation, Buffer, check, parse_allocated, replay
 from .derive_fit import Form, agree, exact_forms
 from .errors import ConfigError
-from .layouts import Layouts
+from .liveness import live_at_peak
 
 LAUNCH = ("num_warps", "num_stages")
 MAX_COMBOS = 256
@@ -64,7 +67,7 @@ class Sampled:
     static: int
     regs: int
     spills: int
-    holds: dict[str, float]           # register words per held value ("carry:0", "load:k_lat#1" ...)
+    holds: dict[str, float]           # words per value live at the main loop's peak ("live:acc:arg#1" ...)
     replay_error: str = ""            # "" when replaying the allocator reproduced the compile
 
 
@@ -80,65 +83,10 @@ def read_compile(res, cfg: Mapping[str, Any], cc: int) -> Sampled:
                    held_values(res.ttgir, int(cfg["num_warps"])), err)
 
 
-def _split_types(text: str) -> list[str]:
-    out, depth, cur = [], 0, ""
-    for ch in text:
-        depth += ch in "<({["
-        depth -= ch in ">)}]"
-        if ch == "," and depth == 0:
-            out.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    return out + ([cur.strip()] if cur.strip() else [])
-
-
 def held_values(ttgir: str, num_warps: int) -> dict[str, float]:
-    """Register words per thread of what the main loop holds: ``carry:i`` for each value
-    carried across it (scf.for iter_args), ``load:name`` for each tile loaded in its body
-    (tt.load / ttg.local_load). Without a loop: the function's loads."""
-    lay = Layouts(ttgir)
-    lines = ttgir.splitlines()
-    loops = [i for i, ln in enumerate(lines) if re.search(r"= scf\.for ", ln)]
-    best, best_words = None, -1.0
-    for i in loops:
-        m = re.search(r"->\s*\((.*)\)\s*:", lines[i]) or re.search(r"->\s*(.*?)\s*:\s*i\d+\s*\{", lines[i])
-        types = _split_types(m.group(1)) if m else []
-        words = sum(lay.words(t, num_warps) for t in types)
-        has_dot = any("tt.dot" in ln or "warp_group_dot" in ln for ln in _region(lines, i))
-        score = words + (1e9 if has_dot else 0)
-        if score > best_words:
-            best, best_words = (i, types), score
-    out: dict[str, float] = {}
-    body = lines
-    if best is not None:
-        i, types = best
-        for k, t in enumerate(types):
-            out[f"carry:{k}"] = lay.words(t, num_warps)
-        body = _region(lines, i)
-    seen: dict[str, int] = {}
-    for ln in body:
-        m = re.match(r'\s*(%[\w.#$-]+) = (tt\.load|ttg\.local_load) ', ln)
-        if not m:
-            continue
-        t = ln.split(" -> ")[-1] if " -> " in ln else ln.rsplit(" : ", 1)[-1]
-        t = re.sub(r"\s*loc\(.*$", "", t).strip()
-        t = re.sub(r"!tt\.ptr<(\w+)>", r"\1", t)                 # a load returns the pointee
-        name = re.sub(r"_\d+$", "", m.group(1).lstrip("%"))
-        seen[name] = seen.get(name, 0) + 1
-        out[f"load:{name}#{seen[name]}"] = lay.words(t, num_warps)
-    return out
-
-
-def _region(lines: list[str], i: int) -> list[str]:
-    depth, out = 0, []
-    for ln in lines[i:]:
-        bare = re.sub(r'"(?:[^"\\]|\\.)*"', '""', ln)
-        depth += bare.count("{") - bare.count("}")
-        out.append(ln)
-        if depth <= 0:
-            break
-    return out[1:]
+    """Register words per thread of the values live at the main loop's busiest point
+    (:func:`occmodel.liveness.live_at_peak`), keyed ``live:stem:op#n``."""
+    return live_at_peak(ttgir, num_warps)
 
 
 # ------------------------------------------------------------------ model
@@ -149,8 +97,8 @@ class DerivedModel:
     arch: str
     structural: list[tuple[str, ...]] = field(default_factory=list)   # minimal sets deciding the piece
     _forms: dict[tuple, list[Form]] = field(default_factory=dict)
-    _coef: tuple[float, float, float] = (0.0, 0.0, 0.0)
-    _held_forms: dict[tuple, list[Form]] = field(default_factory=dict)
+    _coef: tuple[float, float] = (0.0, 0.0)
+    _held_forms: dict[str, list[Form]] = field(default_factory=dict)
     _presence: dict[str, list[tuple[str, ...]]] = field(default_factory=dict)
     _presence_with: dict[str, list] = field(default_factory=dict)
     fraction: float = 0.0                      # share of the sweep compiled
@@ -561,8 +509,8 @@ class DerivedModel:
     def expression(self, quantity: str = "shared") -> str:
         """Readable model: per code path, Max over the allocator's stacks of live buffers."""
         if quantity == "regs":
-            a, b, c = self._coef
-            return f"clamp({a:.1f} + {b:.3f} x carried words + {c:.3f} x loaded words, 1, 255)"
+            a, b = self._coef
+            return f"clamp({a:.1f} + {b:.3f} x peak live words, 1, 255)"
         if quantity != "shared":
             raise ConfigError(f"quantity {quantity!r}; valid: shared, regs")
         pieces = []
@@ -585,51 +533,42 @@ class DerivedModel:
         return sympy.Max(*tops) if tops else sympy.Integer(0)
 
     # ----------------------------------------------------------- registers
-    def _held(self, cfg, tpl: Sampled) -> tuple[float, float]:
-        carry = load = 0.0
+    def _held(self, cfg, tpl: Sampled) -> float:
+        """Words per thread live at the peak of cfg's main loop: the values live there on
+        `tpl` (a sampled config on cfg's code path), each expressed in the parameters over
+        every sampled config that has it (a tile's words: c x BLOCK_N x HEAD_DIM / num_warps),
+        else scaled from `tpl` by num_warps."""
+        total = 0.0
         for k, v in tpl.holds.items():
-            key = (k, tuple(sorted(tpl.holds)))
-            if key not in self._held_forms:
-                pts = [s for s in self.sample if tuple(sorted(s.holds)) == key[1] and k in s.holds]
-                self._held_forms[key] = exact_forms([s.cfg for s in pts], [s.holds[k] for s in pts], self.params,
-                                                    minmax=False) if all(float(s.holds[k]).is_integer()
-                                                                         for s in pts) else []
-            got = agree(self._held_forms[key], cfg)
-            w = float(got) if got is not None else v * _scale(k, tpl.cfg, cfg)
-            if k.startswith("carry"):
-                carry += w
-            else:
-                load += w
-        return carry, load
+            if k not in self._held_forms:
+                pts = [s for s in self.sample if k in s.holds]
+                self._held_forms[k] = exact_forms([s.cfg for s in pts], [s.holds[k] for s in pts], self.params,
+                                                  minmax=False) if all(float(s.holds[k]).is_integer()
+                                                                       for s in pts) else []
+            got = agree(self._held_forms[k], cfg)
+            total += float(got) if got is not None else v * _scale(k, tpl.cfg, cfg)
+        return total
 
     def _fit_regs(self) -> None:
-        rows = [(s, sum(v for k, v in s.holds.items() if k.startswith("carry")),
-                 sum(v for k, v in s.holds.items() if k.startswith("load"))) for s in self.sample]
-        rows = [r for r in rows if r[0].spills == 0 and r[0].regs < 255] or rows
-        y = np.array([r[0].regs for r in rows], float)
-        X = np.array([[1.0, r[1], r[2]] for r in rows])
-        keep = [0, 1, 2]
-        while True:
-            coef, *_ = np.linalg.lstsq(X[:, keep], y, rcond=None)
-            neg = [k for k, c in zip(keep, coef) if k and c < 0]
-            if not neg:
-                break
-            keep.remove(neg[0])
-        full = [0.0, 0.0, 0.0]
-        for k, c in zip(keep, coef):
-            full[k] = float(c)
-        self._coef = tuple(full)
+        """regs = a + b x peak live words (b >= 0), least squares on the sampled configs
+        that did not spill."""
+        rows = [s for s in self.sample if s.spills == 0 and s.regs < 255] or self.sample
+        y = np.array([s.regs for s in rows], float)
+        x = np.array([sum(s.holds.values()) for s in rows], float)
+        a, b = float(y.mean()), 0.0
+        if len(rows) > 1 and np.ptp(x) > 0:
+            b, a = (float(c) for c in np.polyfit(x, y, 1))
+            if b < 0:
+                a, b = float(y.mean()), 0.0
+        self._coef = (a, b)
 
     def _regs_raw(self, cfg) -> float | None:
         """The calibrated estimate, anchored on the nearest sampled config that did not spill
         (same num_warps first): its actual registers plus the estimate's change from it there
         to cfg -- what the least squares leaves unexplained (ptxas's own choices) is mostly
         shared by neighbours."""
-        def est(c, tpl):
-            carry, load = self._held(c, tpl)
-            a, b, k = self._coef
-            return a + b * carry + k * load
-        raw = est(cfg, self._nearest_any(cfg))
+        a, b = self._coef
+        raw = a + b * self._held(cfg, self._nearest_any(cfg))
         pool = [s for s in self.sample if s.regs < 255 and s.spills == 0]
         if "num_warps" in cfg:
             pool = [s for s in pool if s.cfg.get("num_warps") == cfg["num_warps"]] or pool
@@ -638,7 +577,7 @@ class DerivedModel:
         near = min(pool, key=lambda s: (sum(s.cfg[p] != cfg[p] for p in self.params),
                                         sum(abs(math.log2(s.cfg[p] / cfg[p])) for p in self.params
                                             if s.cfg[p] and cfg[p])))
-        return raw + near.regs - est(near.cfg, near)
+        return raw + near.regs - (a + b * self._held(near.cfg, near))
 
     def _nearest_any(self, cfg) -> Sampled:
         tpl, _ = self._piece(cfg)

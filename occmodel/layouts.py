@@ -11,7 +11,8 @@ Elements per thread, by layout (``TritonGPU`` attribute definitions):
   one tile (a smaller shape is broadcast, each thread still holds its
   min(sizePerThread, shape) elements);
 * ``#ttg.nvidia_mma`` v2 (mma.sync, 16 x 8 tiles per warp, 4 accumulators per thread
-  per tile): 4 x ceil(M / 16 wm) x ceil(N / 8 wn); other versions: M x N / threads;
+  per tile: 2 rows x 2 columns): 4 x ceil(M / 16 wm) x ceil(N / 8 wn), a dimension of
+  size 1 (a row vector, a slice) 1 instead of 2; other versions: M x N / threads;
 * ``#ttg.slice<{dim, parent}>``: the parent's count with that dimension collapsed;
 * ``#ttg.dot_op`` operands of mma v2: A 8 x ceil(M / 16 wm) x ceil(K / 16),
   B 4 x ceil(N / 8 wn) x ceil(K / 16) (kWidth packing aside);
@@ -78,8 +79,9 @@ class Layouts:
             ver = re.search(r"versionMajor = (\d+)", body)
             w = _ints(body, "warpsPerCTA")
             wm, wn = (w[-2], w[-1]) if len(w) >= 2 else (1, 1)
-            if ver and ver.group(1) == "2":
-                return 4.0 * math.ceil(shape[-2] / (16 * wm)) * math.ceil(shape[-1] / (8 * wn))
+            if ver and ver.group(1) == "2":          # per 16 x 8 tile: 2 rows x 2 columns (1 of a size-1 dim)
+                return (min(2, shape[-2]) * math.ceil(shape[-2] / (16 * wm))
+                        * min(2, shape[-1]) * math.ceil(shape[-1] / (8 * wn)))
         if kind == "#ttg.slice":
             dim = re.search(r"dim = (\d+)", body)
             parent = re.search(r"parent = (#[\w.]+(?:<\{.*\}>)?)\s*$", body)

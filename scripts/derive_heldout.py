@@ -1,5 +1,6 @@
 """Held-out figures of the derived model (occmodel.derive) on kernels nobody on the team
-wrote, the three built-in cards and a flash-attention forward.
+wrote, the three built-in cards, a flash-attention forward and a fresh-check Liger kernel
+(liger_neighborhood_attn_qk, added after the register estimator was settled).
 
     python scripts/derive_heldout.py [--arch sm_120] [--fraction 0.3] [--only sglang_grouped,liger_rms_norm]
                                      [--out reports/derive_heldout_sm_120]
@@ -153,6 +154,22 @@ def kernels():
             grid(BLOCK_M=[64, 128], BLOCK_N=[32, 64], HEAD_DIM=[64, 128], num_warps=[4, 8], num_stages=[1, 2, 3, 4]),
             "tests/kernels_for_tests.py (ours: FlashAttention-2 style forward, one head)"),
     }
+    # fresh check: added after the register estimator was settled on the kernels above, not used
+    # to develop it (a tiled QK^T GEMM: a loop over head_dim with a dot, fp32 accumulator)
+    out["liger_neighborhood_attn_qk"] = (
+        lambda: liger("fused_neighborhood_attention", "_fused_neighborhood_attention_qk_kernel"),
+        lambda c: {"Q_ptr": "*bf16:16", "K_ptr": "*bf16:16", "QK_ptr": "*fp32:16", "mask_ptr": "*fp32:16",
+                   "q_batch_stride": "i32:16", "q_head_stride": "i32:16", "q_seq_stride": "i32:16",
+                   "q_dim_stride": "i32:1", "k_batch_stride": "i32:16", "k_head_stride": "i32:16",
+                   "k_seq_stride": "i32:16", "k_dim_stride": "i32:1", "qk_batch_stride": "i32:16",
+                   "qk_head_stride": "i32:16", "qk_seq_stride": "i32:16", "qk_seq2_stride": "i32:1"},
+        lambda c: dict(batch_size=4, num_heads=16, seq_len=1024, head_dim=128, scale=0.08838834764831845,
+                       kernel_size=7, dilation=1, BLOCK_SIZE_M=c["BLOCK_SIZE_M"], BLOCK_SIZE_N=c["BLOCK_SIZE_N"],
+                       BLOCK_SIZE_K=c["BLOCK_SIZE_K"], num_stages=c["num_stages"], num_warps=c["num_warps"]),
+        grid(BLOCK_SIZE_M=[32, 64, 128], BLOCK_SIZE_N=[32, 64, 128], BLOCK_SIZE_K=[32, 64], num_warps=[4, 8],
+             num_stages=[2, 3]),
+        "liger-kernel 0.8.5, liger_kernel/ops/fused_neighborhood_attention.py, QK^T kernel (bf16, head_dim 128; "
+        "fresh check)")
     for card_name in ("decode_attention", "decode_attention_nopipe", "matmul"):
         card = __import__(f"occmodel.kernels.{card_name}", fromlist=["CARD"]).CARD
         sweep = card.sweep()

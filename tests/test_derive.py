@@ -159,17 +159,31 @@ def test_model_refuses_an_unseen_code_path_and_an_unvaried_parameter():
 def test_registers_are_clamped_and_anchored():
     def held(cfg):                                     # the accumulator: BK / 2 words per thread
         s = _sample(cfg)
-        return Sampled(s.cfg, s.alloc, s.shared, 0, 64, 0, {"carry:0": cfg["BK"] / 2})
+        return Sampled(s.cfg, s.alloc, s.shared, 0, 64, 0, {"live:acc:arg#1": cfg["BK"] / 2})
     dm = DerivedModel(["BK", "num_warps", "num_stages"],
                       [held({"BK": k, "num_warps": 4, "num_stages": 2}) for k in (16, 32)], "sm_120").fit()
     cfg = {"BK": 128, "num_warps": 4, "num_stages": 2}
+    # the accumulator's words are expressed as BK/2 (8 and 16 words at BK 16 and 32): 64 at BK=128;
     # anchored on BK=32 (64 registers, 16 words): 64 + b x (64 - 16) words
-    dm._coef = (10.0, 100.0, 0.0)                      # 64 + 100 x 48 = 4864 -> 255, a spill
+    dm._coef = (10.0, 100.0)                           # 64 + 100 x 48 = 4864 -> 255, a spill
     assert dm.regs(cfg) == 255 and dm.spills(cfg)
-    dm._coef = (10.0, -100.0, 0.0)                     # 64 - 4800 -> 1
+    dm._coef = (10.0, -100.0)                          # 64 - 4800 -> 1
     assert dm.regs(cfg) == 1 and not dm.spills(cfg)
-    dm._coef = (10.0, 0.5, 0.0)                        # 64 + 0.5 x 48 = 88
+    dm._coef = (10.0, 0.5)                             # 64 + 0.5 x 48 = 88
     assert dm.regs(cfg) == 88
+    assert dm.expression("regs") == "clamp(10.0 + 0.500 x peak live words, 1, 255)"
+
+
+def test_register_fit_is_a_line_through_the_sample_with_a_nonnegative_slope():
+    def held(bk, regs):
+        s = _sample({"BK": bk, "num_warps": 4, "num_stages": 2})
+        return Sampled(s.cfg, s.alloc, s.shared, 0, regs, 0, {"live:acc:arg#1": bk / 2})
+    # words 8, 16, 32 -> regs 40, 48, 64: regs = 32 + 1 x words
+    dm = DerivedModel(["BK", "num_warps", "num_stages"], [held(16, 40), held(32, 48), held(64, 64)], "sm_120").fit()
+    assert dm._coef == pytest.approx((32.0, 1.0))
+    # registers falling as words grow: no slope, the mean (48 + 40) / 2
+    dm = DerivedModel(["BK", "num_warps", "num_stages"], [held(16, 48), held(32, 40)], "sm_120").fit()
+    assert dm._coef == pytest.approx((44.0, 0.0))
 
 
 def test_model_needs_every_parameter():
