@@ -547,7 +547,8 @@ def main(argv: list[str] | None = None) -> int:
     e = sub.add_parser("evaluate", help="estimate every measured config and compare (no GPU)")
     e.add_argument("measured", help="a `measure` JSON file")
     e.add_argument("--out", required=True, help="write OUT.json and OUT.md")
-    e.add_argument("--role", default="held-out", choices=("held-out", "held-out-2", "development", "all"))
+    e.add_argument("--role", default="held-out", choices=sorted({v["role"] for v in SWEEPS.values()}) + ["all"],
+                   help="which kernels to judge: a role of SWEEPS (held-out = round 1, held-out-2, -3, ...), or all")
     e.add_argument("--kernels", default="", help="only these kernels (comma-separated)")
     e.add_argument("--legacy", default=None, help="also session 2's rank_sweep JSON (decode_attention, matmul)")
     e.add_argument("--calibration", default="", help="only these calibrations, e.g. 'measured 1,datasheet'")
