@@ -23,11 +23,14 @@ def add_parser(subs, common) -> None:
         "rank", parents=[common], help=SUMMARY["rank"],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Estimate each config's time per launch at each workload point from what occmodel knows. "
-                    "One main-loop iteration of the CTAs an SM holds takes the slowest of (a) the load latency "
-                    "over the tiles in flight, (b) their share of DRAM bandwidth, (c) of L2 bandwidth, (d) of "
+                    "One main-loop iteration of the CTAs an SM holds takes about the slowest of (a) the load latency "
+                    "over the tiles in flight (times the round trips a thread's register loads need), (b) their "
+                    "share of DRAM bandwidth, (c) of L2 bandwidth, (d) of "
                     "shared-memory bandwidth for the dot operands every warp re-reads (from the TTGIR's warp "
                     "layouts: needs --compiled), (e) of the tensor cores, (f) of instruction issue (the compiled SASS "
-                    "main loop's instructions); then waves of CTAs (grid vs SMs x "
+                    "main loop's instructions), (g) of the shared-memory pipe for a cross-warp exchange in the loop "
+                    "(a reduction or layout conversion behind a block-wide barrier), combined as a smooth maximum "
+                    "((sum of t^4)^(1/4)); then waves of CTAs (grid vs SMs x "
                     "resident blocks, the tail wave costed), secondary kernels (decode's combine), spills "
                     "(--compiled) and launches. Every term is a column. "
                     "Constants: --calibration FILE (from `occmodel calibrate`), else a cached calibration for "
