@@ -24,7 +24,10 @@ What the allocator does (``lib/Analysis/Allocation.cpp``, triton 3.6 and 3.9):
 
 :func:`replay` reimplements the last step; :func:`parse_allocated` reads the rest.
 A buffer is keyed by what stays the same across configs of one code path (op, source
-variable, source line, rank, shared encoding, occurrence), so buffers can be matched between compiles.
+variable, source line, rank, shared encoding, occurrence), so buffers can be matched between compiles;
+a layout conversion also records the value it converts (``Buffer.src``: its own location is the
+one Triton's layout passes gave it, which can move between configs -- see
+:func:`occmodel.derive.same_conversions`).
 Pure: string processing, no triton.
 """
 
@@ -66,6 +69,8 @@ class Buffer:
     offset: int
     start: int                # liveness [start, end) in post-order op ids
     end: int
+    src: str = ""             # a layout conversion: the value it converts, "name@file:line#n" of its
+                              # defining op (n-th conversion of it in IR order); "" otherwise
 
     @property
     def label(self) -> str:
@@ -392,6 +397,8 @@ def parse_allocated(text: str) -> Allocation:
         key, name, where = key_of("explicit", op, len(dims), enc_kind)
         out.append(Buffer(key, "explicit", op.name, name, where, dims, dtype, size,
                           int(al.group(1)) if al else align, int(off.group(1)), lo, hi))
+    defined = {r: o for o in ops for r in o.results}
+    converted: dict[str, int] = {}
     for op in ops:
         if op.name == "ttg.local_alloc":
             continue
@@ -402,8 +409,18 @@ def parse_allocated(text: str) -> Allocation:
         t = _TENSOR.search(op.head if op.head != op.tail else op.tail.split(":", 1)[-1]) or _TENSOR.search(op.tail)
         dims = tuple(int(d) for d in t.group(1).split("x") if d) if t else ()
         key, name, where = key_of("scratch", op, len(dims))
+        src = ""
+        d = defined.get(op.uses[0]) if op.name == "ttg.convert_layout" and op.uses else None
+        if d is not None and any(locs.of(d.tail)[:2]):
+            # the value a conversion converts: Triton's layout passes create and move conversions
+            # and give each the location of the op they put it beside (its producer on one config,
+            # its consumer on another), so its own location can differ where its operand's does not
+            base = "{}@{}".format(*locs.of(d.tail)[:2])
+            converted[base] = converted.get(base, 0) + 1
+            src = f"{base}#{converted[base]}"
         out.append(Buffer(key, "scratch", op.name, name, where, dims, t.group(2) if t else "",
-                          int(size.group(1)) if size else -1, SCRATCH_ALIGN, int(off.group(1)), op.id, op.id + 1))
+                          int(size.group(1)) if size else -1, SCRATCH_ALIGN, int(off.group(1)), op.id, op.id + 1,
+                          src))
     return Allocation(int(m.group(1)), tuple(out))
 
 

@@ -16,7 +16,9 @@ Shared memory, exact by construction where it answers:
 1. Triton's allocator is run on each sample TTGIR (``triton_compat.allocate_shared``)
    and every buffer read with its shape, bytes, alignment, offset and liveness
    (:mod:`occmodel.allocation`); configs whose buffer lists match take one code path
-   (a *piece*: num_stages=1 is usually another).
+   (a *piece*: num_stages=1 is usually another). A layout conversion that Triton's layout
+   passes put beside its producer on one config and its consumer on another (two source
+   lines) is one buffer when it converts the same value (:func:`same_conversions`).
 2. Each buffer's size is expressed in the swept parameters, dimension by dimension for
    a ``local_alloc`` (a ring's depth is its first dimension: S-1, S...), in bytes for a
    scratch buffer (:mod:`occmodel.derive_fit`): the simplest exact forms; where several
@@ -107,6 +109,7 @@ class DerivedModel:
 
     # ------------------------------------------------------------ fitting
     def fit(self) -> "DerivedModel":
+        self.sample = same_conversions(self.sample)
         self.structural = _structural(self.sample, self.params)
         for s in self.sample:
             for b in s.alloc.buffers:
@@ -592,6 +595,48 @@ class DerivedModel:
     def spills(self, cfg: Mapping[str, Any]) -> bool:
         """The estimate crossed 255: ptxas will cap registers and spill."""
         return self._regs_raw(cfg) > 255
+
+
+def same_conversions(sample: Sequence[Sampled]) -> list[Sampled]:
+    """The sample with each layout conversion whose own location moved between configs under
+    one key.
+
+    A ``ttg.convert_layout`` is keyed, like every buffer, by its own location -- but Triton's
+    layout passes (RemoveLayoutConversions) create and move conversions and give each the
+    location of the op they put it beside: on Liger's neighborhood-attention QK^T kernel the
+    epilogue's f32 conversion out of the mma layout is at the ``tl.where`` (line 184) on one
+    config and at the ``tl.store`` (line 193) on another, with nothing in the parameters
+    deciding which. Two conversion keys A and B are one buffer when, on the sample,
+    (1) they never occur on one config, (2) every buffer of both converts the same value --
+    the same defining op, and the same n-th conversion of it in IR order (``Buffer.src``) --
+    with the same rank and element type, and (3) each is the other's only such key. B's
+    buffers then take A's key (A: the key on more sampled configs, then the first in order).
+    Sizes, presence and code paths are then derived for the one buffer."""
+    occurs: dict[str, set[int]] = {}
+    ident: dict[str, set[tuple]] = {}
+    for i, s in enumerate(sample):
+        for b in s.alloc.buffers:
+            if b.kind == "scratch" and b.op == "ttg.convert_layout":
+                occurs.setdefault(b.key, set()).add(i)
+                ident.setdefault(b.key, set()).add((b.src, len(b.dims), b.dtype))
+    keys = [k for k in occurs if len(ident[k]) == 1 and next(iter(ident[k]))[0]]
+    cand = {a: [b for b in keys if b != a and ident[b] == ident[a] and not occurs[a] & occurs[b]] for a in keys}
+    rename: dict[str, str] = {}
+    for a in keys:
+        if len(cand[a]) == 1 and cand[cand[a][0]] == [a] and a not in rename and cand[a][0] not in rename:
+            b = cand[a][0]
+            keep, drop = sorted((a, b), key=lambda k: (-len(occurs[k]), keys.index(k)))
+            rename[drop] = keep
+    if not rename:
+        return list(sample)
+    out = []
+    for s in sample:
+        if not any(b.key in rename for b in s.alloc.buffers):
+            out.append(s)
+            continue
+        bufs = tuple(Buffer(**{**b.__dict__, "key": rename.get(b.key, b.key)}) for b in s.alloc.buffers)
+        out.append(Sampled(**{**s.__dict__, "alloc": Allocation(s.alloc.shared, bufs)}))
+    return out
 
 
 def explicit_of(alloc: Allocation) -> frozenset[str]:

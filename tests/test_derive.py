@@ -194,6 +194,119 @@ def test_model_needs_every_parameter():
         dm.shared({"BK": 16, "num_warps": 4})
 
 
+# ------------------------------------- a layout conversion is keyed by the value it converts
+# The epilogue of Liger's neighborhood-attention QK^T kernel as two configs of one code path
+# compile it (triton 3.9, sm_120): `acc = tl.where(mask > 0, acc, -inf)` at line 184, then
+# `tl.store(ptrs, acc)` at line 193. Both convert the i1 mask into the mma layout and the f32
+# result out of it for the store; RemoveLayoutConversions gives the second conversion the
+# select's location on one config (BLOCK_M=BLOCK_N=BLOCK_K=32, num_warps=8) and the store's on
+# another (num_warps=4). Keyed by their own locations the two read as two code paths (a buffer
+# "acc@:184#2" here, "@:193#1" there) whose presence follows no rule in the parameters.
+def _epilogue(cvt_loc: str, warps: int) -> str:
+    return f"""\
+#blocked = #ttg.blocked<{{sizePerThread = [1, 4], threadsPerWarp = [4, 8], warpsPerCTA = [{warps}, 1], order = [1, 0]}}>
+#mma = #ttg.nvidia_mma<{{versionMajor = 2, versionMinor = 0, warpsPerCTA = [{warps // 2}, 2], instrShape = [16, 8]}}>
+module attributes {{"ttg.num-warps" = {warps} : i32, ttg.shared = 4096 : i32}} {{
+  tt.func public @k(%P: tensor<32x32x!tt.ptr<f32>, #blocked>, %M: tensor<32x32xf32, #blocked>, %A: tensor<32x32xf32, #mma>) attributes {{noinline = false}} {{
+    %cst = arith.constant dense<0.000000e+00> : tensor<32x32xf32, #blocked> loc(#loc3)
+    %cst_1 = arith.constant dense<0xFF800000> : tensor<32x32xf32, #mma> loc(#loc3)
+    %acc_74 = arith.cmpf ogt, %M, %cst : tensor<32x32xf32, #blocked> loc(#loc4)
+    %acc_75 = ttg.convert_layout %acc_74 {{allocation.offset = 0 : i32, allocation.size = 1024 : i32}} : tensor<32x32xi1, #blocked> -> tensor<32x32xi1, #mma> loc(#loc5)
+    %acc_76 = arith.select %acc_75, %A, %cst_1 : tensor<32x32xi1, #mma>, tensor<32x32xf32, #mma> loc(#loc5)
+    %0 = ttg.convert_layout %acc_76 {{allocation.offset = 0 : i32, allocation.size = 4096 : i32}} : tensor<32x32xf32, #mma> -> tensor<32x32xf32, #blocked> loc({cvt_loc})
+    tt.store %P, %0 : tensor<32x32x!tt.ptr<f32>, #blocked> loc(#loc2)
+    tt.return loc(#loc2)
+  }} loc(#loc2)
+}} loc(#loc2)
+#loc1 = loc("fna.py":184:0)
+#loc2 = loc("fna.py":193:4)
+#loc3 = loc(unknown)
+#loc4 = loc("acc"(#loc1))
+#loc5 = loc("acc"(#loc1))
+"""
+
+
+def test_a_conversion_records_the_value_it_converts():
+    at_select = parse_allocated(_epilogue("#loc5", 8))       # the conversion placed at the select
+    at_store = parse_allocated(_epilogue("#loc2", 4))        # ... and at the store
+    # own locations: "acc@fna.py:184" (2nd there) vs "@fna.py:193" (1st there): two keys
+    assert [b.key for b in at_select.buffers] == [
+        "scratch ttg.convert_layout acc@fna.py:184 r2#1", "scratch ttg.convert_layout acc@fna.py:184 r2#2"]
+    assert [b.key for b in at_store.buffers] == [
+        "scratch ttg.convert_layout acc@fna.py:184 r2#1", "scratch ttg.convert_layout @fna.py:193 r2#1"]
+    # both convert values defined at line 184 named acc (the cmpf, then the select): the 1st and
+    # the 2nd conversion of acc@fna.py:184 on both configs
+    assert [b.src for b in at_select.buffers] == [b.src for b in at_store.buffers] == [
+        "acc@fna.py:184#1", "acc@fna.py:184#2"]
+    # sizes as the IR says: 32 x 32 i1 = 1024 B, 32 x 32 f32 = 4096 B; each alone at its op, both
+    # at offset 0: total max(1024, 4096) = 4096
+    assert [b.bytes for b in at_store.buffers] == [1024, 4096] and check(at_store) == ""
+    # an operand with no defining op (a function argument): no src
+    arg = parse_allocated(_epilogue("#loc2", 4).replace("convert_layout %acc_76", "convert_layout %A"))
+    assert arg.buffers[1].src == ""
+
+
+def _qk(cfg, at_store: bool) -> Sampled:
+    """The QK^T kernel's allocation as the sweep reads (bf16, head_dim 128): q / k rings
+    (S-1) x BM x BK and (S-1) x BN x BK x 2 B, live together over the loop; after it the i1
+    mask conversion (BM x BN x 1 B) and the f32 result's (BM x BN x 4 B), each alone."""
+    bm, bn, bk, s = cfg["BM"], cfg["BN"], cfg["BK"], cfg["num_stages"]
+    f = "fna.py"
+    q = Buffer(f"explicit ttg.local_alloc q@{f}:164 r3 swizzled_shared#1", "explicit", "ttg.local_alloc", "q",
+               f"{f}:164", (s - 1, bm, bk), "bf16", 2 * (s - 1) * bm * bk, 16, 0, 60, 120)
+    k = Buffer(f"explicit ttg.local_alloc k@{f}:174 r3 swizzled_shared#1", "explicit", "ttg.local_alloc", "k",
+               f"{f}:174", (s - 1, bn, bk), "bf16", 2 * (s - 1) * bn * bk, 16, 0, 61, 119)
+    m = Buffer(f"scratch ttg.convert_layout acc@{f}:184 r2#1", "scratch", "ttg.convert_layout", "acc", f"{f}:184",
+               (bm, bn), "i1", bm * bn, 128, 0, 140, 141, f"acc@{f}:184#1")
+    key, name, where = ((f"scratch ttg.convert_layout @{f}:193 r2#1", "", f"{f}:193") if at_store else
+                        (f"scratch ttg.convert_layout acc@{f}:184 r2#2", "acc", f"{f}:184"))
+    o = Buffer(key, "scratch", "ttg.convert_layout", name, where, (bm, bn), "f32", 4 * bm * bn, 128, 0, 142, 143,
+               f"acc@{f}:184#2")
+    bufs = [q, k, m, o]
+    offsets, total = replay([b.bytes for b in bufs], bufs)
+    bufs = tuple(Buffer(**{**b.__dict__, "offset": x}) for b, x in zip(bufs, offsets))
+    return Sampled(dict(cfg), Allocation(total, bufs), total, 0, 64, 0, {"carry:0": 32.0})
+
+
+def test_a_conversion_whose_location_moves_is_one_buffer():
+    grid = [{"BM": m, "BN": n, "BK": 32, "num_stages": st} for m in (32, 64) for n in (32, 64) for st in (2, 3)]
+    # where the f32 conversion lands follows no rule in fewer than all three parameters (as on the
+    # real kernel, where only BM, BN, BK and num_warps together told it): at the store when
+    # (BM == BN) == (num_stages == 3)
+    store = lambda c: (c["BM"] == c["BN"]) == (c["num_stages"] == 3)   # noqa: E731
+    held = {"BM": 64, "BN": 64, "BK": 32, "num_stages": 3}
+    sample = [_qk(c, store(c)) for c in grid if c != held]
+    dm = DerivedModel(["BM", "BN", "num_stages"], sample, "sm_120").fit()
+    # one code path: the 193 key's buffers took the 184#2 key (on 4 of the 7 configs; 193 on 3)
+    assert sum(store(c) for c in grid if c != held) == 3
+    assert len({s.alloc.structure for s in dm.sample}) == 1 and "193" not in str(dm.sample[0].alloc.structure)
+    # BM=BN=64, S=3 (never compiled): rings 2 x 64 x 32 x 2 B x 2 = 16384 live together; the f32
+    # conversion 64 x 64 x 4 B = 16384 after them: max(16384, 16384) = 16384
+    assert dm.shared({"BM": 64, "BN": 64, "num_stages": 3}) == 16384
+    # without the operand (src "") the two keys stay apart: two code paths that only all three
+    # parameters together separate, and BM=BN=64, S=3 was never compiled: refused
+    bare = [Sampled(**{**x.__dict__, "alloc": Allocation(x.alloc.shared, tuple(
+        Buffer(**{**b.__dict__, "src": ""}) for b in x.alloc.buffers))}) for x in sample]
+    split = DerivedModel(["BM", "BN", "num_stages"], bare, "sm_120").fit()
+    assert len({s.alloc.structure for s in split.sample}) == 2
+    assert split.shared({"BM": 64, "BN": 64, "num_stages": 3}) is None
+
+
+def test_conversions_are_not_merged_when_they_meet_or_convert_different_values():
+    from occmodel.derive import same_conversions
+    grid = [{"BM": m, "BN": 32, "BK": 32, "num_stages": 2} for m in (32, 64)]
+    a, b = _qk(grid[0], False), _qk(grid[1], True)
+    # the 2nd conversion of another value: not the same buffer
+    other = tuple(Buffer(**{**x.__dict__, "src": "s@fna.py:180#1"}) if "193" in x.key else x for x in b.alloc.buffers)
+    b2 = Sampled(**{**b.__dict__, "alloc": Allocation(b.alloc.shared, other)})
+    assert [s.alloc.structure for s in same_conversions([a, b2])] == [a.alloc.structure, b2.alloc.structure]
+    # both keys on one config: two buffers, whatever they convert
+    both = Sampled(**{**a.__dict__, "alloc": Allocation(a.alloc.shared, a.alloc.buffers + (b.alloc.buffers[-1],))})
+    assert same_conversions([both, b])[1].alloc.structure == b.alloc.structure
+    # otherwise merged, into the key on more configs (tie: the first seen)
+    assert same_conversions([a, b])[1].alloc.structure == a.alloc.structure
+
+
 # --------------------------------------------- encodings are part of a buffer's identity
 SM90_EXCERPT = """\
 #shared = #ttg.swizzled_shared<{vec = 8, perPhase = 1, maxPhase = 8, order = [1, 0]}>
