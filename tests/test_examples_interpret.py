@@ -16,19 +16,15 @@ output to the input dtype, so a few ulps of that dtype, never more).
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+import example_harness as H
+from example_harness import TOL, load_example  # noqa: F401  (TOL: re-exported to scripts/check_examples_gpu.py)
+
 HERE = Path(__file__).resolve()
-EXAMPLES = HERE.parent.parent / "examples"
-TOL = {"fp32": 1e-4, "bf16": 1e-2, "fp16": 2e-3}     # x max|ref|, absolute, per element
-GROUP_TIMEOUT_S = 300
 
 # kernel module -> case name -> (point, cfg)
 CASES: dict[str, dict[str, tuple[dict, dict]]] = {
@@ -142,70 +138,16 @@ COMPILE_CFGS: dict[str, list[dict]] = {
 }
 
 
-def load_example(name: str):
-    """An examples/ file as a module (examples/ is not a package)."""
-    spec = importlib.util.spec_from_file_location(f"occmodel_example_{name}", EXAMPLES / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-# ----------------------------------------------------------------- the subprocess side
-def _compare(out, ref, dtype: str) -> dict:
-    import torch
-
-    out = out.float()
-    scale = float(ref.abs().max())
-    tol = TOL[dtype] * max(scale, 1e-6)
-    diff = (out - ref).abs()
-    bad = (diff > tol) | ~torch.isfinite(out)
-    return {"n_bad": int(bad.sum()), "numel": out.numel(), "max_err": float(diff.max()), "tol": tol,
-            "scale": scale, "shape": list(out.shape)}
-
-
-def _main(kernel: str) -> None:
-    assert os.environ.get("TRITON_INTERPRET") == "1", "run with TRITON_INTERPRET=1"
-    sys.path.insert(0, str(HERE.parent))
-    from test_kernels_interpret import _patch_interpreter_bf16_dot
-    _patch_interpreter_bf16_dot()
-    mod = load_example(kernel)
-    results = {}
-    for name, (point, cfg) in CASES[kernel].items():
-        try:
-            inputs = mod.make_inputs(point, seed=len(name), device="cpu")
-            out = mod.launch(inputs, cfg)
-            results[name] = _compare(out, mod.reference(inputs), point["dtype"])
-        except Exception as exc:          # reported per case by the test
-            results[name] = {"error": f"{type(exc).__name__}: {exc}"}
-    print(json.dumps(results))
-
-
 # ----------------------------------------------------------------- the pytest side
-_RESULTS: dict[str, dict] = {}
-
-
 def _results(kernel: str) -> dict:
-    if kernel not in _RESULTS:
-        env = dict(os.environ, TRITON_INTERPRET="1", PYTHONWARNINGS="ignore",
-                   TRITON_DEFAULT_FP_FUSION=os.environ.get("TRITON_DEFAULT_FP_FUSION", "1"))
-        env.pop("CUDA_VISIBLE_DEVICES", None)
-        proc = subprocess.run([sys.executable, str(HERE), kernel], env=env, capture_output=True, text=True,
-                              timeout=GROUP_TIMEOUT_S, cwd=HERE.parent.parent)
-        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-        if proc.returncode != 0 or not lines:
-            pytest.fail(f"interpreter subprocess for {kernel!r} failed (rc {proc.returncode}):\n"
-                        f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
-        _RESULTS[kernel] = json.loads(lines[-1])
-    return _RESULTS[kernel]
+    return H.interpreter_results(HERE, kernel)
 
 
 @pytest.mark.parametrize("kernel,name", [(k, n) for k, cases in CASES.items() for n in cases])
 def test_example_matches_reference(kernel, name):
     res = _results(kernel)[name]
     assert "error" not in res, f"{kernel}/{name}: {res.get('error')}"
-    assert res["n_bad"] == 0, (f"{kernel}/{name}: {res['n_bad']} of {res['numel']} elements differ from the "
-                               f"reference by more than {res['tol']:.3g} (max error {res['max_err']:.3g}, "
-                               f"max |ref| {res['scale']:.3g})")
+    assert res["n_bad"] == 0, H.mismatch(res, f"{kernel}/{name}")
 
 
 @pytest.mark.parametrize("kernel", list(CASES))
@@ -227,13 +169,7 @@ def test_launcher_contract(kernel):
 
 def test_examples_import_without_torch():
     """The launcher contract: a module imports with no torch (it is imported inside the functions)."""
-    code = ("import sys; sys.modules['torch'] = None\n"
-            "import importlib.util\n"
-            f"for name in {list(CASES)!r}:\n"
-            f"    spec = importlib.util.spec_from_file_location(name, {str(EXAMPLES)!r} + '/' + name + '.py')\n"
-            "    spec.loader.exec_module(importlib.util.module_from_spec(spec))\n"
-            "print('ok')\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    proc = H.imports_without_torch(CASES)
     assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr[-2000:]
 
 
@@ -241,16 +177,10 @@ def test_examples_import_without_torch():
 @pytest.mark.parametrize("arch", ["sm_120", "sm_90"])
 @pytest.mark.parametrize("kernel", list(COMPILE_CFGS))
 def test_example_compiles(shared_cache, kernel, arch):
-    from occmodel import compile_kernel
-
-    mod = load_example(kernel)
-    for cfg in COMPILE_CFGS[kernel]:
-        args = mod.example_args(cfg, mod.POINTS[0])
-        res = compile_kernel(mod._kernel, args=args, arch=arch, num_warps=cfg["num_warps"],
-                             num_stages=cfg["num_stages"])
+    for cfg, res in H.compile_results(kernel, COMPILE_CFGS[kernel], arch):
         assert res.status == "ok", f"{kernel} {cfg} on {arch}: {res.status}: {res.message}"
         assert res.n_regs > 0 and res.shared >= 0
 
 
 if __name__ == "__main__":
-    _main(sys.argv[1])
+    H.run_cases(sys.argv[1], CASES[sys.argv[1]])

@@ -1,0 +1,126 @@
+"""What the example-kernel tests (tests/test_examples_*.py) share: loading an examples/ file,
+running its cases under Triton's interpreter in a subprocess, comparing with the reference,
+and the launcher-contract checks that need no kernel-specific knowledge.
+
+The interpreter must be chosen before triton is imported, so a test file runs its own cases
+as a script (``python tests/test_examples_round4.py w8a16_gemm``): its ``__main__`` calls
+:func:`run_cases`, which prints one JSON line; the pytest side reads it with
+:func:`interpreter_results` and asserts per case. bf16 dot operands are widened to fp32
+inside the interpreter only (its tl.dot multiplies bf16 bit patterns; see
+test_kernels_interpret.py).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+TESTS = Path(__file__).resolve().parent
+EXAMPLES = TESTS.parent / "examples"
+TOL = {"fp32": 1e-4, "bf16": 1e-2, "fp16": 2e-3}     # x max|ref|, absolute, per element
+GROUP_TIMEOUT_S = 300
+
+
+def load_example(name: str):
+    """An examples/ file as a module (examples/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(f"occmodel_example_{name}", EXAMPLES / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+# ----------------------------------------------------------------- the subprocess side
+def compare(out, ref, dtype: str, tol_table: Mapping[str, float] = TOL) -> dict:
+    """Elements of `out` farther from `ref` than tol x max|ref| (or not finite), and the figures."""
+    import torch
+
+    out = out.float()
+    scale = float(ref.abs().max())
+    tol = tol_table[dtype] * max(scale, 1e-6)
+    diff = (out - ref).abs()
+    bad = (diff > tol) | ~torch.isfinite(out)
+    return {"n_bad": int(bad.sum()), "numel": out.numel(), "max_err": float(diff.max()), "tol": tol,
+            "scale": scale, "shape": list(out.shape)}
+
+
+def run_cases(kernel: str, cases: Mapping[str, tuple[dict, dict]], tol_table: Mapping[str, float] = TOL,
+              prepare: Callable[[str, dict, dict], None] | None = None, baseline: bool = False) -> None:
+    """Under TRITON_INTERPRET=1: launch each case of `kernel`, compare with its reference (and
+    torch_baseline's output too when `baseline`), print the results as one JSON line.
+    `prepare(name, point, inputs)` may edit the inputs before the launch."""
+    assert os.environ.get("TRITON_INTERPRET") == "1", "run with TRITON_INTERPRET=1"
+    sys.path.insert(0, str(TESTS))
+    from test_kernels_interpret import _patch_interpreter_bf16_dot
+    _patch_interpreter_bf16_dot()
+    mod = load_example(kernel)
+    results = {}
+    for name, (point, cfg) in cases.items():
+        try:
+            inputs = mod.make_inputs(point, seed=len(name), device="cpu")
+            if prepare is not None:
+                prepare(name, point, inputs)
+            out = mod.launch(inputs, cfg)
+            ref = mod.reference(inputs)
+            results[name] = compare(out, ref, point["dtype"], tol_table)
+            if baseline:
+                results[name]["baseline"] = compare(mod.torch_baseline(inputs), ref, point["dtype"], tol_table)
+        except Exception as exc:          # reported per case by the test
+            results[name] = {"error": f"{type(exc).__name__}: {exc}"}
+    print(json.dumps(results))
+
+
+# ----------------------------------------------------------------- the pytest side
+_RESULTS: dict[tuple[str, str], dict] = {}
+
+
+def interpreter_results(script: str | Path, kernel: str) -> dict:
+    """`script kernel` run under the interpreter (once per pytest process): case -> result."""
+    import pytest
+
+    key = (str(script), kernel)
+    if key not in _RESULTS:
+        env = dict(os.environ, TRITON_INTERPRET="1", PYTHONWARNINGS="ignore",
+                   TRITON_DEFAULT_FP_FUSION=os.environ.get("TRITON_DEFAULT_FP_FUSION", "1"))
+        env.pop("CUDA_VISIBLE_DEVICES", None)
+        proc = subprocess.run([sys.executable, str(script), kernel], env=env, capture_output=True, text=True,
+                              timeout=GROUP_TIMEOUT_S, cwd=TESTS.parent)
+        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+        if proc.returncode != 0 or not lines:
+            pytest.fail(f"interpreter subprocess for {kernel!r} failed (rc {proc.returncode}):\n"
+                        f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+        _RESULTS[key] = json.loads(lines[-1])
+    return _RESULTS[key]
+
+
+def mismatch(res: Mapping[str, Any], label: str) -> str:
+    """The assertion message for a case whose output differs from the reference."""
+    return (f"{label}: {res['n_bad']} of {res['numel']} elements differ from the reference by more than "
+            f"{res['tol']:.3g} (max error {res['max_err']:.3g}, max |ref| {res['scale']:.3g})")
+
+
+def imports_without_torch(names) -> subprocess.CompletedProcess:
+    """Import each examples/ module with torch made unimportable (the launcher contract imports it
+    inside the functions); prints 'ok' when all import."""
+    code = ("import sys; sys.modules['torch'] = None\n"
+            "import importlib.util\n"
+            f"for name in {list(names)!r}:\n"
+            f"    spec = importlib.util.spec_from_file_location(name, {str(EXAMPLES)!r} + '/' + name + '.py')\n"
+            "    spec.loader.exec_module(importlib.util.module_from_spec(spec))\n"
+            "print('ok')\n")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+
+
+def compile_results(kernel: str, cfgs, arch: str):
+    """(cfg, CompileResult) for each config of `kernel` compiled for `arch` at its first POINT."""
+    from occmodel import compile_kernel
+
+    mod = load_example(kernel)
+    for cfg in cfgs:
+        args = mod.example_args(cfg, mod.POINTS[0])
+        yield cfg, compile_kernel(mod._kernel, args=args, arch=arch, num_warps=cfg["num_warps"],
+                                  num_stages=cfg["num_stages"])
