@@ -48,6 +48,9 @@ _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
 _WAIT = re.compile(r"\{num = (\d+) : i32\}")
 _MMA_DEF = re.compile(r"^(#[\w]+)\s*=\s*#ttg\.nvidia_mma<\{(.*)\}>")
 _REDUCE_TYPES = re.compile(r"^\s*\}\)\s*:\s*\((tensor<[^>]*>)\)\s*->\s*(tensor<.*>)\s*loc")
+# ops a pointer passes through on its way from a kernel argument to a load (first operand followed)
+_POINTER_OPS = ("tt.addptr", "tt.splat", "tt.broadcast", "tt.expand_dims", "ttg.convert_layout", "tt.reshape",
+                "tt.trans", "tt.advance", "tt.make_tensor_ptr", "tt.make_tensor_descriptor")
 _OPERAND = re.compile(r"(tensor|!ttg\.memdesc)<((?:\d+x)+)([a-zA-Z]\w*)")
 
 
@@ -62,6 +65,9 @@ class LoopLoad:
     in_branch: bool = False    # inside an scf.if region of the loop body
     where: str = ""            # "file.py:106" when known
     source: str = ""           # that source line, stripped
+    root: str = ""             # the kernel argument the pointer is computed from ("X"; "" when not traced)
+    thread_bytes: float = 0.0  # a plain load: bytes one thread loads (its layout's elements per thread,
+                               # replicated elements included); 0 when unknown or pipelined
 
     @property
     def pipelined(self) -> bool:
@@ -129,6 +135,7 @@ class LoopInfo:
     exchange_elements: float = 0.0   # the widest reduction ACROSS WARPS in the body: elements per thread of
                                      # its result (0: none; 1: a scalar per row; > 1: a vector, whose shared
                                      # scratch round trip is bank-conflicted: rank's term (g))
+    parent: int = -1                 # index (in PipelineReport.loops) of the loop this one sits in; -1: none
 
     @property
     def shared_read_bytes(self) -> int:
@@ -162,6 +169,43 @@ class PipelineReport:
         """The deepest prefetch of the main loop's loads (0: nothing in flight during compute)."""
         m = self.main
         return max((ld.ahead for ld in m.loads), default=0) if m else 0
+
+    def passes(self) -> Passes:
+        """The main loop's sibling loops (same enclosing loop, in program order) that load, and what
+        a later one re-loads from a kernel argument an earlier one already loaded (a two-pass row
+        kernel: pass 1 reads x for a statistic, pass 2 reads x again to write y)."""
+        m = self.main
+        if m is None:
+            return Passes(0, 0, 0)
+        sibs = [lp for lp in self.loops if lp.parent == m.parent and lp.loads]
+        first: dict[str, int] = {}                # argument -> bytes per iteration of the first loop loading it
+        again: dict[str, int] = {}                # argument -> bytes per iteration, summed over later loops
+        for lp in sibs:
+            here: dict[str, int] = {}
+            for ld in lp.loads:
+                if ld.root:
+                    here[ld.root] = here.get(ld.root, 0) + ld.slot_bytes
+            for root, nbytes in here.items():
+                if root in first:
+                    again[root] = again.get(root, 0) + nbytes
+                else:
+                    first[root] = nbytes
+        return Passes(len(sibs), sum(first[r] for r in again), sum(again.values()),
+                      tuple(sum(ld.thread_bytes for ld in lp.loads) if all(ld.thread_bytes for ld in lp.loads) else 0.0
+                            for lp in sibs))
+
+
+@dataclass(frozen=True)
+class Passes:
+    """Sibling loops of the main loop that load (count) and, per iteration of one such loop, the
+    bytes of the arguments read again by a later loop: `first_bytes` as the first loop reading them
+    loads them, `again_bytes` summed over the loops that read them again."""
+
+    count: int
+    first_bytes: int
+    again_bytes: int
+    thread_bytes: tuple[float, ...] = ()   # per loop: bytes one thread loads per iteration (0: a load is
+                                           # pipelined or its layout unknown)
 
 
 class _Locations:
@@ -236,13 +280,16 @@ def parse_ttgir(text: str, kernel: str = "", arch: str = "", num_stages: int | N
     mmas = _mma_layouts(lines)
     lay = Layouts(text)
     defs: dict[str, tuple[str, str]] = {}           # ssa -> (op, line); iter_args -> ("iter_arg", init)
-    for ln in lines:
+    at: dict[str, list[tuple[int, str, str]]] = {}   # ssa -> every (line number, op, line) defining it
+    for no, ln in enumerate(lines):
         m = _OP.match(ln)
         if m and m.group(1):
             defs[m.group(1)] = (m.group(2), ln)
+            at.setdefault(m.group(1), []).append((no, m.group(2), ln))
         if "iter_args(" in ln:
             for alias, init in re.findall(r"(%[\w.#-]+) = (%[\w.#-]+)", ln.split("iter_args(", 1)[1]):
                 defs.setdefault(alias, ("iter_arg", init))
+                at.setdefault(alias, []).append((no, "iter_arg", init))
 
     def ring_of(value: str, hops: int = 8) -> tuple[str, list[int], str] | None:
         """(alloc ssa, dims, dtype) of the ring a memdesc value is a slot of."""
@@ -261,23 +308,55 @@ def parse_ttgir(text: str, kernel: str = "", arch: str = "", num_stages: int | N
             value = m.group(1)
         return None
 
+    def root_of(value: str, line: int, hops: int = 24) -> str:
+        """The kernel argument a pointer value used on `line` is computed from (through addptr,
+        splat, broadcast, layout conversions and loop-carried values); "" when it leads elsewhere.
+        Sibling regions reuse SSA names, so each name is its nearest definition above its use."""
+        for _ in range(hops):
+            if value not in at:
+                return value.lstrip("%")
+            before = [d for d in at[value] if d[0] <= line]
+            if not before:
+                return ""
+            line, op, ln = before[-1]
+            if op == "iter_arg":
+                value = ln
+                continue
+            m = re.search(rf"{re.escape(op)}\s+(%[\w.#-]+)", ln) if op in _POINTER_OPS else None
+            if not m:
+                return ""
+            value = m.group(1)
+        return ""
+
+    warps = re.search(r'"ttg.num-warps" = (\d+)', text)
+    threads = 32 * int(warps.group(1)) if warps else 0
+
+    def thread_bytes(ln: str) -> float:
+        """Bytes one thread loads for a plain tt.load line (0 when its layout cannot be read)."""
+        m = re.search(r":\s*tensor<((?:\d+x)+)!tt\.ptr<(\w+)>,\s*(#[\w.]+(?:<\{.*?\}>)?)>", ln)
+        if not m or not threads:
+            return 0.0
+        return lay.elements(_dims(m.group(1)), m.group(3), threads) * _BYTES.get(m.group(2), 2)
+
     loops: list[dict[str, Any]] = []
     stack: list[tuple[str, dict | None]] = []        # (op opening a region, loop record or None)
-    for ln in lines:
+    for no, ln in enumerate(lines):
         m = _OP.match(ln)
         op = m.group(2) if m else ""
         in_func = any(kind == "tt.func public" for kind, _ in stack)
         inner = max((i for i, (_, rec) in enumerate(stack) if rec is not None), default=None)
         if in_func and inner is not None:
             branch = any(kind == "scf.if" for kind, _ in stack[inner + 1:])
-            _collect(stack[inner][1], op, ln, branch, locs, ring_of, mmas)
+            _collect(stack[inner][1], op, ln, branch, locs, ring_of, mmas, lambda v: root_of(v, no), thread_bytes)
             _reduction(stack[inner][1], op, ln, lay)
         bare = _STRINGS.sub('""', ln)
         net = bare.count("{") - bare.count("}")
         for _ in range(max(net, 0)):
             rec = None
             if op == "scf.for" and in_func:
-                rec = {"where": locs.of(ln)[1], "depth": sum(1 for _, r in stack if r is not None),
+                outer = [r for _, r in stack if r is not None]
+                rec = {"where": locs.of(ln)[1], "depth": len(outer),
+                       "parent": next(i for i, r in enumerate(loops) if r is outer[-1]) if outer else -1,
                        "dot": False, "dots": [], "loads": {}, "waits": [], "commits": 0, "axes": [],
                        "exchange": 0.0}
                 loops.append(rec)
@@ -291,7 +370,7 @@ def parse_ttgir(text: str, kernel: str = "", arch: str = "", num_stages: int | N
                     rec["where"] = locs.of(ln)[1]
     infos = tuple(LoopInfo(rec["where"], rec["depth"], rec["dot"], tuple(_merge(rec["loads"])),
                            min(rec["waits"]) if rec["waits"] else None, rec["commits"], tuple(rec["dots"]),
-                           rec["exchange"])
+                           rec["exchange"], rec["parent"])
                   for rec in loops)
     return PipelineReport(kernel, arch, num_stages, infos)
 
@@ -334,7 +413,7 @@ def _dot(op: str, ln: str, where: str, mmas: Mapping[str, Any]) -> LoopDot | Non
 
 
 def _collect(rec: dict, op: str, ln: str, branch: bool, locs: _Locations, ring_of,
-             mmas: Mapping[str, Any] = {}) -> None:
+             mmas: Mapping[str, Any] = {}, root_of=lambda v: "", thread_bytes=lambda ln: 0.0) -> None:
     if op in DOT_OPS:
         rec["dot"] = True
         dot = _dot(op, ln, locs.of(ln)[1], mmas)
@@ -352,10 +431,13 @@ def _collect(rec: dict, op: str, ln: str, branch: bool, locs: _Locations, ring_o
         name = name or re.sub(r"_\d+$", "", ssa) or "?"
         entry = rec["loads"].setdefault((name, where, col) if where else (name, ssa), {
             "name": name, "where": where, "col": col, "file": file, "line": line, "kinds": set(), "rings": {},
-            "plain": None, "branch": False})
+            "plain": None, "branch": False, "root": "", "thread_bytes": 0.0})
         entry["branch"] = entry["branch"] or branch
+        ptr = re.search(rf"{re.escape(op)}\s+(%[\w.#-]+)", ln)
+        entry["root"] = entry["root"] or (root_of(ptr.group(1)) if ptr else "")
         if op in PLAIN_OPS:
             entry["plain"] = _plain_tile(ln)
+            entry["thread_bytes"] = thread_bytes(ln)
             return
         entry["kinds"].add(ASYNC_OPS[op])
         pattern = (r"async_copy_global_to_local\s+%[\w.#-]+\s*,\s*(%[\w.#-]+)"
@@ -403,10 +485,12 @@ def _merge(loads: Mapping[tuple, dict]) -> Iterable[LoopLoad]:
             buffers = max((d[0] for d, _ in rings if d), default=1)
             tiles = [_slot(d[1:], t) for d, t in rings] or [("?", 0)]
             yield LoopLoad(entry["name"], "+".join(sorted(entry["kinds"])), buffers, tiles[0][0],
-                           sum(b for _, b in tiles), len(rings), entry["branch"], entry["where"], source)
+                           sum(b for _, b in tiles), len(rings), entry["branch"], entry["where"], source,
+                           entry["root"])
         else:
             tile, nbytes = entry["plain"] or ("?", 0)
-            yield LoopLoad(entry["name"], "plain", 0, tile, nbytes, 0, entry["branch"], entry["where"], source)
+            yield LoopLoad(entry["name"], "plain", 0, tile, nbytes, 0, entry["branch"], entry["where"], source,
+                           entry["root"], entry["thread_bytes"])
 
 
 def analyze(res: Any) -> PipelineReport:

@@ -100,6 +100,21 @@ EXCHANGE_CYCLES_PER_OP = 9.5
 OVERLAP_P = 4.0
 
 
+REREAD_HIT_BELOW = 0.2
+REREAD_MISS_ABOVE = 1.3
+
+
+def reread_miss(working_set: float, l2_bytes: float) -> float:
+    """The share of a later pass's re-read that misses L2 and goes to DRAM again: 0 while the bytes
+    every resident CTA streams between its first read and its re-read (`working_set`) stay under
+    REREAD_HIT_BELOW x the L2, 1 past REREAD_MISS_ABOVE x the L2, linear between; 0 when the L2 size
+    is unknown (0)."""
+    if l2_bytes <= 0 or working_set <= 0:
+        return 0.0
+    lo, hi = REREAD_HIT_BELOW * l2_bytes, REREAD_MISS_ABOVE * l2_bytes
+    return min(1.0, max(0.0, (working_set - lo) / (hi - lo)))
+
+
 def pmax(terms: Mapping[str, float]) -> float:
     """The smooth maximum of the step terms: (sum of t^p)^(1/p), p = OVERLAP_P; inf if any is inf."""
     vals = [v for v in terms.values() if v > 0]
@@ -128,6 +143,11 @@ class Resources:
     loop_barriers: int = 0   # block-wide barriers per trip of the SASS main loop
     exchange_cycles: float = 0.0  # (g): shared-pipe cycles per warp per iteration of a cross-warp exchange
     batches: float = 1.0     # round trips one unpipelined iteration's register loads take (see load_batches)
+    passes: int = 1          # sibling loops that load (a two-pass row kernel: 2)
+    reread_first: int = 0    # bytes per iteration the first pass loads of what a later pass loads again
+    reread_again: int = 0    # bytes per iteration the later passes load again (0: no re-read)
+    hoist: float = 1.0       # an unpipelined loop's latency waits per iteration (<= 1: ptxas issues several
+                             # iterations' loads before the first use; see hoisting)
 
 
 @dataclass(frozen=True)
@@ -217,8 +237,28 @@ def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any
     source = "compiled" if ev.source == "compiled" else "model"
     u, issue, barriers, exchange = _sass_loop(getattr(ev, "result", None), threads, rep)
     plain = sum(ld.slot_bytes for ld in rep.main.loads if not ld.pipelined) if rep is not None and rep.main else 0
+    passes = rep.passes() if rep is not None else None
     return Resources(blocks, threads, loop_tile_bytes(kernel, cfg, point, rep), ahead, int(ev.spills or 0), source,
-                     reads, flops, u, issue, barriers, exchange, load_batches(plain, threads, ev.regs))
+                     reads, flops, u, issue, barriers, exchange, load_batches(plain, threads, ev.regs),
+                     max(1, passes.count) if passes else 1, passes.first_bytes if passes else 0,
+                     passes.again_bytes if passes else 0,
+                     hoisting(getattr(ev, "result", None), passes) if passes and not ahead else 1.0)
+
+
+def hoisting(result: Any, passes: Any) -> float:
+    """Latency waits per iteration of an unpipelined loop, averaged over its passes (<= 1). ptxas
+    unrolls a loop and issues u iterations' loads together unless a store sits between them (a load
+    may alias an earlier store): a pass whose SASS loop loads B bytes per thread per trip in w runs
+    that stores separate, where one source iteration loads b bytes per thread (its layout), waits
+    w / u = w x b / B times per iteration. The passes are the main loop's sibling loops matched in
+    order to the SASS's innermost loops that load; 1 when they do not match or a size is unknown."""
+    from . import sass as S
+    loops = [lp for lp in S.sass_loops(getattr(result, "sass", None) or "") if lp.inner and lp.global_loads]
+    loops.sort(key=lambda lp: lp.start)
+    if not loops or len(loops) != len(passes.thread_bytes) or not all(passes.thread_bytes):
+        return 1.0
+    waits = [min(1.0, lp.load_waves * b / lp.global_load_bytes) for lp, b in zip(loops, passes.thread_bytes)]
+    return sum(waits) / len(waits)
 
 
 def load_batches(plain_bytes: int, threads: int, regs: int | None) -> float:
@@ -287,13 +327,14 @@ class _Loop:
     u: int = 1         # source iterations per SASS loop trip (informational: the issue term is per iteration)
     warps: int = 0     # warps per CTA (0: terms (f) and (g) off)
     batches: float = 1.0   # latency round trips per unpipelined iteration (load_batches)
+    hoist: float = 1.0     # latency waits per unpipelined iteration from ptxas's hoisting (hoisting)
     issue: float = 0.0 # issue slots per warp per iteration
     exchange: float = 0.0  # shared-pipe cycles per warp per iteration of a cross-warp exchange (term (g))
 
 
 def in_flight(c: int, lp: _Loop) -> float:
     """q: bytes in flight per SM with c CTAs resident (k tiles each; one when unpipelined)."""
-    return c * max(lp.k, 1) * lp.t
+    return c * (lp.k if lp.k >= 1 else 1.0 / lp.hoist) * lp.t
 
 
 def dram_share(lp: _Loop) -> float:
@@ -316,7 +357,7 @@ def _steps(r: _Rates, c: int, lp: _Loop, lat: float | None = None) -> dict[str, 
     own = lp.s / (r.smem / per) + lp.f / (r.peak / per)
     warps = c * lp.warps
     issue = warps * lp.issue / (min(4, warps) * r.clock) if warps and lp.issue else 0.0
-    return {"latency": L / lp.k if lp.k >= 1 else lp.batches * L + own, "dram": c * lp.d / (r.bw / per),
+    return {"latency": L / lp.k if lp.k >= 1 else lp.batches * lp.hoist * L + own, "dram": c * lp.d / (r.bw / per),
             "l2": c * lp.t / (r.l2 / per), "shared": c * lp.s / (r.smem / per), "tensor": c * lp.f / (r.peak / per),
             "issue": issue, "exchange": warps * lp.exchange / r.clock}
 
@@ -355,8 +396,9 @@ def rates(cal: Calibration, peak_flops: float) -> _Rates:
 
 
 def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str, Any],
-             res: Resources, peak_flops: float) -> Estimate:
-    """The estimate and its terms (see the module docstring for the formula)."""
+             res: Resources, peak_flops: float, l2_bytes: float = 0.0) -> Estimate:
+    """The estimate and its terms (see the module docstring for the formula); `l2_bytes` (0: unknown)
+    decides how much of a later pass's re-read misses L2 (reread_miss)."""
     point = dict(point)
     r = rates(cal, peak_flops)
     grid, n, nbytes, flops = workload(card, cfg, point)
@@ -365,6 +407,10 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
     B = res.blocks_per_sm
     k = min(res.ahead, n)
     d = max(0.0, nbytes - sum(x.grid * x.iterations * x.dram_bytes for x in extra)) / (grid * n)
+    if res.reread_again and B > 0:
+        trips = n / max(1, res.passes)                # each pass's iterations (passes of equal length)
+        resident = min(grid, r.sms * B)               # CTAs streaming their rows at once
+        d += reread_miss(resident * res.reread_first * trips, l2_bytes) * res.reread_again / max(1, res.passes)
     t = float(res.tile_bytes)
     s = float(res.shared_reads)
     f = float(res.dot_flops) if res.dot_flops else flops / (grid * n)
@@ -378,7 +424,8 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
                         in_flight_bytes=0.0,
                         latency_s=inf, step_s=inf, waves_s=inf, tail_s=inf,
                         secondary_s=0.0, spill_s=0.0, total_s=inf, bound="does not fit", **common)
-    lp = _Loop(d, t, s, f, k, max(1, res.unroll), res.threads // 32, res.batches, res.issue_per_iter, res.exchange_cycles)
+    lp = _Loop(d, t, s, f, k, max(1, res.unroll), res.threads // 32, res.batches, res.hoist, res.issue_per_iter,
+               res.exchange_cycles)
     main = _kernel(r, grid, B, n, lp)
     second = sum(_kernel(r, x.grid, x.blocks_per_sm, x.iterations,
                          _Loop(float(x.dram_bytes), float(x.tile_bytes), 0.0, 0.0, min(x.ahead, x.iterations)),
@@ -408,7 +455,8 @@ def estimate_many(card: KernelCard, spec: HardwareSpec, cal: Calibration, cfgs: 
                   product: str | None = None) -> list[list[Estimate]]:
     """estimates[i][j] for config i at point j from `evidence[i]` (occmodel.evidence.Evidence)."""
     peak = peak_flops(spec, product)
-    return [[estimate(card, cal, cfg, pt, resources(card, cfg, pt, evidence[i]), peak) for pt in points]
+    l2 = spec.product(product).l2_mb * 2 ** 20
+    return [[estimate(card, cal, cfg, pt, resources(card, cfg, pt, evidence[i]), peak, l2) for pt in points]
             for i, cfg in enumerate(cfgs)]
 
 

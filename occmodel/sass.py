@@ -38,6 +38,9 @@ class SassLoop:
     barriers: int = 0           # block-wide barriers per trip (BAR.SYNC: e.g. a reduction across warps)
     shared_ops: int = 0         # shared-memory loads and stores per trip (LDS / STS / ATOMS; not ldmatrix,
                                 # stmatrix or async copies): a cross-warp exchange's round trips
+    load_waves: int = 0         # runs of global loads per trip that a store or barrier separates: a load
+                                # cannot be hoisted above an earlier store (it may alias), so each run
+                                # waits the memory latency on its own
 
 
 def _ldg_bytes(op: str) -> int:
@@ -73,8 +76,20 @@ def sass_loops(sass: str) -> list[SassLoop]:
                               sum(op.startswith(("HMMA", "HGMMA", "UTCHMMA", "UTCMMA", "IMMA", "QGMMA")) for _, op in body),
                               sum(op.startswith(("LDGSTS", "UTMALDG")) for _, op in body), inner,
                               sum(op.startswith("BAR.SYNC") or op == "BAR" for _, op in body),
-                              sum(_is_shared_op(op) for _, op in body)))
+                              sum(_is_shared_op(op) for _, op in body), _load_waves([op for _, op in body])))
     return sorted(loops, key=lambda lp: (not lp.inner, lp.start))
+
+
+def _load_waves(ops: list[str]) -> int:
+    """Runs of LDG in a trip separated by a global store, reduction or barrier."""
+    waves, open_run = 0, False
+    for op in ops:
+        if op.startswith("LDG"):
+            waves += not open_run
+            open_run = True
+        elif op.startswith(("STG", "RED", "ATOMG", "BAR")):
+            open_run = False
+    return waves
 
 
 def _is_shared_op(op: str) -> bool:
