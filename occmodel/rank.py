@@ -3,7 +3,8 @@
 A CTA runs its main loop n times; an SM holds c of them at once (c = B, the resident
 CTAs/SM, in a full wave; fewer in the tail). Per loop iteration one CTA needs:
 
-    d  DRAM bytes       bytes_moved / (grid x n)          (the card's unavoidable traffic)
+    d  DRAM bytes       bytes_moved / (grid x n)          (the card's unavoidable traffic), plus what
+                                                           a later pass's re-read misses in L2 (below)
     t  L2 -> SM bytes   the tile its loop loads            (TTGIR slot bytes when compiled)
     s  shared reads     the dots' operand reads            (TTGIR warp layouts, pipeline.LoopDot;
                                                             0 without a compile: unknown)
@@ -11,11 +12,13 @@ CTAs/SM, in a full wave; fewer in the tail). Per loop iteration one CTA needs:
 
 and one iteration of the c co-resident CTAs takes about the slowest of (all times in seconds)::
 
-    step(c) = pmax(lat,                         (a) latency: L(q) / k with k = tiles ahead >= 1;
-                                                   unpipelined (k = 0) a CTA waits L(q), then computes:
-                                                   b x L(q) + s / SMEM_sm + f / P_sm, b = the round trips
+    step(c) = pmax(lat,                         (a) latency: L / k with k = tiles ahead >= 1;
+                                                   unpipelined (k = 0) a CTA waits L, then computes:
+                                                   b x h x L + s / SMEM_sm + f / P_sm, b = the round trips
                                                    its register loads take (load_batches: words loaded
-                                                   per thread / registers per thread, >= 1)
+                                                   per thread / registers per thread, >= 1), h <= 1 the
+                                                   waits per iteration left by ptxas issuing several
+                                                   iterations' loads together (hoisting)
                   c x d / (BW / SMs),          (b) its share of DRAM bandwidth
                   c x t / (BW_L2 / SMs),       (c) of L2 bandwidth
                   c x s / SMEM_sm,             (d) of shared-memory bandwidth (128 B/clk/SM)
@@ -42,12 +45,17 @@ system overlap, but not perfectly -- two terms of similar size cost more than ei
 max ties every config at one roof and cannot say which of them is fastest). The bound named is the
 largest term.
 
-L(q) is a tile's loaded latency with q = c x max(k, 1) x t bytes in flight per SM: the DRAM
-latency at rho x q, rho = d / t the share of the tile that comes from DRAM (only that share
-queues at DRAM; the tile waits for its slowest line: loaded_latency). The DRAM latency is the
-calibration's latency curve read at that load (calibrate.latency_at), capped by what term (b)
-charges for it; the single latency figure when the calibration has no curve.
-    cta(c)  = n x step(c) + L(q)               the first tile's latency is never hidden (a pipelined
+L is the DRAM latency: the calibration's latency curve read at LATENCY_LOAD_BYTES per SM (the
+queueing past it is term (b)'s to charge), or its single figure when it has no curve.
+
+A kernel whose loops are passes over the same data (a two-pass row kernel: pass 1 reads x for a
+statistic, pass 2 reads x again to write y; pipeline.PipelineReport.passes) re-reads from L2 what
+it read in pass 1 -- unless the bytes all resident CTAs stream between the two reads outgrow the
+L2: d gains reread_miss(SMs x c x F, L2) x R / n per iteration (F: the bytes of the re-read
+arguments one CTA's first pass loads; R: what its later passes load again), which bytes_moved
+(each tensor once) leaves out.
+
+    cta(c)  = n x step(c) + L                  the first tile's latency is never hidden (a pipelined
                                                loop's prologue; unpipelined, step(c) already waits it)
     kernel  = (waves - 1) x cta(B) + cta(ceil(tail / SMs))     waves = ceil(grid / (SMs x B))
     spill_s = n_spills x 4 B x 2 x threads x n x grid / BW_L2  (stores + reloads, compiled only)
@@ -77,13 +85,15 @@ from .errors import ConfigError
 from .spec import HardwareSpec
 
 BOUNDS = ("latency", "dram", "l2", "shared", "tensor", "issue", "exchange")
-# The latency curve is never read below this load (bytes in flight per SM). Chosen on the
-# development kernels (reports/kernels_dev_heldout.md), not the held-out ones: a GEMM's tiles
-# are mostly L2 hits (rho ~ 0.1), so rho x q falls to the unloaded 4 KB probe (~400 ns on an
-# H200), and matmul's ranking with the measured curve fell to Spearman 0.65-0.82 against 0.93
-# with the 800 ns default; read at 16 KB (one 4 KB tile per CTA at 4 CTAs/SM, ~690 ns) the
-# measured curve ranks the development kernels as well as the datasheet figures or better.
-LATENCY_FLOOR_BYTES = 16 * 1024
+# The load (bytes in flight per SM) at which the calibration's latency curve is read: one reference
+# latency L for every config. Session 4 read the curve at each config's own DRAM load (never below this
+# floor) and capped it by term (b); at saturation that makes L equal to term (b) -- the DRAM queue charged
+# twice, every saturated config tied at the smooth maximum of two equal terms. Session 6 (all 55 measured
+# H200 cases, development: reports/rank_study_h200.md) read it here instead: median Spearman 0.860 -> 0.874
+# with measured constants (0.858/0.853 -> 0.874/0.872 with the other two calibrations), median
+# |est/meas - 1| 0.17 -> 0.12; queueing is term (b)'s. 16 KB (~700 ns on an H200, within +-6 % across five
+# machine starts) was chosen on matmul in session 4; 8 KB and 32 KB read 0.855 and 0.863.
+LATENCY_LOAD_BYTES = 16 * 1024
 # Cycles of the SM's shared-memory pipe per warp-level LDS / STS in a main loop that reduces a
 # vector across warps (term (g)). Triton's scratch for such a reduction is bank-conflicted to a
 # degree the SASS does not show (the addresses are computed from the thread id); a conflict-free
@@ -100,6 +110,13 @@ EXCHANGE_CYCLES_PER_OP = 9.5
 OVERLAP_P = 4.0
 
 
+# A later pass's re-read hits L2 while the bytes streamed between the two reads (all resident CTAs'
+# first passes) stay under REREAD_HIT_BELOW x the L2 size and misses entirely past REREAD_MISS_ABOVE x
+# the L2 (linear between: other CTAs' output stores and a set-associative, partitioned L2 evict
+# before the capacity is reached). Found on the H200's two-pass development kernels (session 6:
+# softmax_online at N=32768 fp16 ran 1.30-1.34x slower with >= 8 rows of 64 KB resident per SM than
+# with 2; reports/rank_study_h200.md); fitted on softmax_online, rmsnorm and layernorm_rows (10
+# cases): a broad optimum (0.1-0.4 x 0.8-1.6 all read median Spearman 0.80-0.85), chosen in its middle.
 REREAD_HIT_BELOW = 0.2
 REREAD_MISS_ABOVE = 1.3
 
@@ -174,7 +191,7 @@ class Estimate:
     tensor_step_s: float            # (e)
     issue_step_s: float             # (f)
     in_flight_bytes: float          # q: bytes in flight per SM at c = B
-    latency_s: float                # L(q)
+    latency_s: float                # L
     step_s: float                   # step(B)
     roofline_mem_s: float           # bytes_moved / BW (for reference)
     roofline_comp_s: float          # flops / P
@@ -302,18 +319,13 @@ class _Rates:
     clock: float       # SM clock, Hz (shared bandwidth / (128 B x SMs))
     cal: Any = None    # the Calibration, for its latency curve
 
-    def latency(self, in_flight_per_sm: float) -> float:
-        """L(q), seconds: the calibration's curve at q bytes in flight per SM, read no lower than
-        LATENCY_FLOOR_BYTES, and at most the time the DRAM bandwidth term already charges for q
-        (q / (BW / SMs), never below the floor's latency): the read-only probe saturates below a
-        copy's bandwidth, and the queueing past saturation is term (b)'s to charge. The single
+    def latency(self) -> float:
+        """L, seconds: the calibration's latency curve read at LATENCY_LOAD_BYTES per SM; the single
         figure when the calibration has no curve."""
         from .calibrate import latency_at
         if self.cal is None or not self.cal.latency_curve:
             return self.lat
-        q = max(in_flight_per_sm, LATENCY_FLOOR_BYTES)
-        floor = latency_at(self.cal, LATENCY_FLOOR_BYTES) * 1e-9
-        return min(latency_at(self.cal, q) * 1e-9, max(floor, q / (self.bw / self.sms)))
+        return latency_at(self.cal, LATENCY_LOAD_BYTES) * 1e-9
 
 
 @dataclass(frozen=True)
@@ -333,27 +345,16 @@ class _Loop:
 
 
 def in_flight(c: int, lp: _Loop) -> float:
-    """q: bytes in flight per SM with c CTAs resident (k tiles each; one when unpipelined)."""
+    """q: bytes in flight per SM with c CTAs resident (k tiles each; unpipelined, the tiles ptxas's
+    hoisting issues together: 1 / hoist). Reported, not costed: L is read at one load."""
     return c * (lp.k if lp.k >= 1 else 1.0 / lp.hoist) * lp.t
-
-
-def dram_share(lp: _Loop) -> float:
-    """rho: the share of a tile's bytes that come from DRAM (d / t, at most 1); the rest hits L2."""
-    return min(1.0, lp.d / lp.t) if lp.t > 0 else 1.0
-
-
-def loaded_latency(r: _Rates, c: int, lp: _Loop) -> float:
-    """A tile's latency with c CTAs per SM: the DRAM latency at the load the DRAM queue sees,
-    rho x q (only the DRAM share of what is in flight queues there: a GEMM's re-read operands
-    hit L2), and a tile waits for its slowest line, so the whole tile waits it."""
-    return r.latency(dram_share(lp) * in_flight(c, lp))
 
 
 def _steps(r: _Rates, c: int, lp: _Loop, lat: float | None = None) -> dict[str, float]:
     """The seven per-iteration terms for c co-resident CTAs (see the module doc); `lat` overrides
-    L(q) (a secondary kernel reading what was just written waits the L2 latency)."""
+    L (a secondary kernel reading what was just written waits the L2 latency)."""
     per = r.sms
-    L = loaded_latency(r, c, lp) if lat is None else lat
+    L = r.latency() if lat is None else lat
     own = lp.s / (r.smem / per) + lp.f / (r.peak / per)
     warps = c * lp.warps
     issue = warps * lp.issue / (min(4, warps) * r.clock) if warps and lp.issue else 0.0
@@ -373,14 +374,14 @@ class _Kernel:
 
 def _kernel(r: _Rates, grid: int, blocks: int, n: int, lp: _Loop, lat: float | None = None) -> _Kernel:
     """One kernel's waves: (waves - 1) x cta(blocks) + cta(CTAs per SM of the tail); the first
-    tile's latency L(q) is never hidden."""
+    tile's latency L is never hidden."""
     slots = r.sms * blocks
     waves = -(-grid // slots)
     tail = grid - (waves - 1) * slots
     c_tail = -(-tail // r.sms)
 
     def cta(c: int) -> float:
-        first = (loaded_latency(r, c, lp) if lat is None else lat) if lp.k >= 1 else 0.0
+        first = (r.latency() if lat is None else lat) if lp.k >= 1 else 0.0
         return n * pmax(_steps(r, c, lp, lat)) + first
 
     tail_s = cta(c_tail)
@@ -438,7 +439,7 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
                     latency_step_s=terms["latency"], dram_step_s=terms["dram"], l2_step_s=terms["l2"],
                     shared_step_s=terms["shared"], tensor_step_s=terms["tensor"], issue_step_s=terms["issue"],
                     exchange_step_s=terms["exchange"],
-                    in_flight_bytes=in_flight(c_first, lp), latency_s=loaded_latency(r, c_first, lp),
+                    in_flight_bytes=in_flight(c_first, lp), latency_s=r.latency(),
                     step_s=pmax(terms),
                     waves_s=main.total_s, tail_s=main.tail_s, secondary_s=second, spill_s=spill_s,
                     total_s=main.total_s + second + spill_s + launch_s, bound=max(terms, key=terms.get),

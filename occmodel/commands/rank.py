@@ -157,9 +157,9 @@ def run(args) -> Report:
     src = ("compiled (n_regs, total_shared, n_spills; the TTGIR's ring depth, tile bytes and dot warp layouts)"
            if compiled else "the card's model (no compile: spills and shared-memory operand reads unknown, "
                                  "term (d) is 0; pass --compiled)")
-    lat = (f"latency curve {', '.join(f'{q / 1024:g} KB/SM {ns:g} ns' for q, ns in cal.latency_curve)} (read at each "
-           f"config's DRAM load, never below {R.LATENCY_FLOOR_BYTES // 1024} KB/SM)" if cal.latency_curve
-           else f"latency {cal.latency_ns:g} ns")
+    lat = (f"latency {R.rates(cal, 1.0).latency() * 1e9:.0f} ns (the measured curve "
+           f"{', '.join(f'{q / 1024:g} KB/SM {ns:g} ns' for q, ns in cal.latency_curve)} read at "
+           f"{R.LATENCY_LOAD_BYTES // 1024} KB/SM)" if cal.latency_curve else f"latency {cal.latency_ns:g} ns")
     assumptions = [f"constants: {cal.gpu}, {cal.sms} SMs, DRAM {cal.bandwidth_gbs:g} GB/s, {lat}, "
                    f"L2 {cal.l2_bandwidth_gbs:g} GB/s, L2 latency {cal.l2_latency_ns:g} ns, shared "
                    f"{cal.shared_bandwidth_gbs:g} GB/s, launch {cal.launch_us:g} us; {cal.source}",
