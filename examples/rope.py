@@ -76,7 +76,7 @@ DTYPES = ("fp16", "bf16", "fp32")
 TUNABLES = ("BLOCK_T", "BLOCK_H", "num_warps", "num_stages")
 BASELINE = {"BLOCK_T": 4, "BLOCK_H": 4, "num_warps": 4, "num_stages": 1}
 
-# q + k 144-160 MiB read and the same written (2.9-3.2x the H200's 50 MB L2), cos + sin 4-8 MiB.
+# q + k 128-160 MiB read and the same written (2.7-3.4x the H200's 50 MB L2), cos + sin 4-8 MiB.
 POINTS = [
     {"T": 16384, "Hq": 32, "Hk": 8, "D": 128, "dtype": "bf16"},   # Llama-3-8B prefill, 16k tokens: q 128 MiB, k 32 MiB
     {"T": 8192, "Hq": 64, "Hk": 8, "D": 128, "dtype": "fp16"},    # Llama-3-70B shapes (GQA 8:1), 8k tokens: q 128 MiB

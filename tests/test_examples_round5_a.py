@@ -223,6 +223,24 @@ def test_bad_inputs_are_value_errors():
         rp.rope(q, k, cos, sin, out=torch.empty(4, 5, 16, dtype=torch.float16))
 
 
+def test_study_sweeps_declare_round5_a():
+    """scripts/rank_study.py's SWEEPS: both kernels held-out-5, >= 40 configs x the 3 POINTS each
+    (every config checked to compile and fit for sm_90 at every point with triton 3.6.0)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("rank_study_r5a", HERE.parents[1] / "scripts" / "rank_study.py")
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    sizes = {}
+    for name in CASES:
+        assert m.SWEEPS[name]["role"] == "held-out-5" and m.SWEEPS[name]["file"] == f"examples/{name}.py"
+        kernel, points = m.load_kernel(name)
+        cfgs = m.valid_configs(kernel, m.sweep_configs(m.SWEEPS[name]["axes"]))
+        sizes[name] = (len(cfgs), len(points))
+        assert load_example(name).BASELINE in cfgs
+    assert sizes == {"group_norm": (48, 3), "rope": (64, 3)}
+
+
 def test_examples_import_without_torch():
     """The launcher contract: a module imports with no torch (it is imported inside the functions)."""
     proc = H.imports_without_torch(CASES)
