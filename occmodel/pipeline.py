@@ -156,13 +156,15 @@ class PipelineReport:
 
     @property
     def main(self) -> LoopInfo | None:
-        """The loop that matters: the innermost one with a dot, else the one with most loads."""
+        """The loop that matters: the innermost one with a dot, else the one that loads the most bytes
+        per iteration (then the outermost, then the most loads). By bytes, not by loads: a channel loop
+        that loads a scalar weight and bias around an inner loop streaming x is not the main loop."""
         if not self.loops:
             return None
         dotted = [lp for lp in self.loops if lp.has_dot]
         if dotted:
             return max(dotted, key=lambda lp: (lp.depth, len(lp.loads)))
-        return max(self.loops, key=lambda lp: (len(lp.loads), -lp.depth))
+        return max(self.loops, key=lambda lp: (sum(ld.slot_bytes for ld in lp.loads), -lp.depth, len(lp.loads)))
 
     @property
     def ahead(self) -> int:
@@ -171,18 +173,25 @@ class PipelineReport:
         return max((ld.ahead for ld in m.loads), default=0) if m else 0
 
     def passes(self) -> Passes:
-        """The main loop's sibling loops (same enclosing loop, in program order) that load, and what
-        a later one re-loads from a kernel argument an earlier one already loaded (a two-pass row
-        kernel: pass 1 reads x for a statistic, pass 2 reads x again to write y)."""
+        """The loops at the main loop's outermost level that load (themselves or in loops nested in
+        them), in program order -- a two-pass row kernel's pass 1 and pass 2, a pass whose loads sit
+        in an inner loop (a per-channel loop around a loop over the row) counted as one -- and what a
+        later pass loads again from a kernel argument an earlier pass already loaded."""
         m = self.main
         if m is None:
             return Passes(0, 0, 0)
-        sibs = [lp for lp in self.loops if lp.parent == m.parent and lp.loads]
-        first: dict[str, int] = {}                # argument -> bytes per iteration of the first loop loading it
-        again: dict[str, int] = {}                # argument -> bytes per iteration, summed over later loops
-        for lp in sibs:
+        top = self._top(m)
+        passes = []
+        for i, lp in enumerate(self.loops):
+            if lp.parent == self.loops[top].parent:
+                tree = [t for t in self.loops if self._top(t) == i and t.loads]
+                if tree:
+                    passes.append(tree)
+        first: dict[str, int] = {}                # argument -> bytes per iteration of the first pass loading it
+        again: dict[str, int] = {}                # argument -> bytes per iteration, summed over later passes
+        for tree in passes:
             here: dict[str, int] = {}
-            for ld in lp.loads:
+            for ld in (ld for lp in tree for ld in lp.loads):
                 if ld.root:
                     here[ld.root] = here.get(ld.root, 0) + ld.slot_bytes
             for root, nbytes in here.items():
@@ -190,9 +199,17 @@ class PipelineReport:
                     again[root] = again.get(root, 0) + nbytes
                 else:
                     first[root] = nbytes
-        return Passes(len(sibs), sum(first[r] for r in again), sum(again.values()),
+        streams = [max(tree, key=lambda lp: (sum(ld.slot_bytes for ld in lp.loads), lp.depth)) for tree in passes]
+        return Passes(len(passes), sum(first[r] for r in again), sum(again.values()),
                       tuple(sum(ld.thread_bytes for ld in lp.loads) if all(ld.thread_bytes for ld in lp.loads) else 0.0
-                            for lp in sibs))
+                            for lp in streams))
+
+    def _top(self, lp: LoopInfo) -> int:
+        """Index of the outermost loop `lp` sits in (itself when it is outermost)."""
+        i = next(j for j, other in enumerate(self.loops) if other is lp)    # by identity: loops can be equal
+        while self.loops[i].parent >= 0:
+            i = self.loops[i].parent
+        return i
 
 
 @dataclass(frozen=True)

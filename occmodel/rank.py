@@ -23,12 +23,14 @@ and one iteration of the c co-resident CTAs takes about the slowest of (all time
                   c x t / (BW_L2 / SMs),       (c) of L2 bandwidth
                   c x s / SMEM_sm,             (d) of shared-memory bandwidth (128 B/clk/SM)
                   c x f / P_sm,                (e) of the tensor cores (P_sm = P / SMs)
-                  c x W x i / (min(4, c x W) x clock),
+                  i x max(c x W / 4, D) / clock,
                                                (f) instruction issue: W warps per CTA each issue i
                                                    slots per iteration (the SASS loop's instructions,
                                                    MUFU ops x 8, over u, the source iterations one trip
                                                    of the SASS loop covers: ptxas unrolls); 4 schedulers
-                                                   per SM
+                                                   per SM, and one warp issues one instruction per
+                                                   D = DEPENDENT_ISSUE_CYCLES at best (a scheduler with
+                                                   fewer than D warps idles on dependent instructions)
                   c x W x x x K / clock)       (g) a cross-warp exchange: a main loop that holds a
                                                    block-wide barrier (BAR.SYNC: a reduction or layout
                                                    conversion across warps) sends its x shared loads and
@@ -103,6 +105,14 @@ LATENCY_LOAD_BYTES = 16 * 1024
 # (warps x shared ops per iteration) has median 9.5, quartiles 5.6 / 14.4, range 3.0-18.7 -- the
 # term is good to about 2x, enough to tell a 2.5-17x slower config from a roofline one.
 EXCHANGE_CYCLES_PER_OP = 9.5
+# Cycles between one warp's instructions at best, on average (term (f)): dependent arithmetic waits ~4
+# cycles on sm_80..sm_120, and the SASS of a loop has some independent instructions. A scheduler needs
+# this many warps to issue every cycle. Session 6, on all 67 measured H200 cases (development;
+# reports/rank_study_h200.md): 1 (no such limit) median / mean Spearman 0.859 / 0.810, best in the top 3
+# 28 of 67, #1 within 3 % 29; 2: 0.862 / 0.820, 29, 29; 3: 0.863 / 0.831, 32, 32; 4: 0.863 / 0.825, 30, 34
+# (flash attention 0.79 -> 0.62: its HMMA loop is not issue-bound); 6: 0.840. group_norm's fp32 point,
+# one CTA per SM, ran 2.2x slower on 4 warps than on 16 with the same bytes per iteration.
+DEPENDENT_ISSUE_CYCLES = 3.0
 # The smooth maximum's exponent (step(c) = (sum of term^p)^(1/p)). Chosen after rounds 1 and 2 on all
 # 37 (kernel, point) cases measured so far (reports/rank_study_h200.md: median Spearman 0.835 with a
 # pure max, 0.871-0.873 with p = 3-5, 0.862 at 6; the estimate's #1 within 3 % of the best in 8 of 37
@@ -357,7 +367,7 @@ def _steps(r: _Rates, c: int, lp: _Loop, lat: float | None = None) -> dict[str, 
     L = r.latency() if lat is None else lat
     own = lp.s / (r.smem / per) + lp.f / (r.peak / per)
     warps = c * lp.warps
-    issue = warps * lp.issue / (min(4, warps) * r.clock) if warps and lp.issue else 0.0
+    issue = lp.issue * max(warps / 4, DEPENDENT_ISSUE_CYCLES) / r.clock if warps and lp.issue else 0.0
     return {"latency": L / lp.k if lp.k >= 1 else lp.batches * lp.hoist * L + own, "dram": c * lp.d / (r.bw / per),
             "l2": c * lp.t / (r.l2 / per), "shared": c * lp.s / (r.smem / per), "tensor": c * lp.f / (r.peak / per),
             "issue": issue, "exchange": warps * lp.exchange / r.clock}
