@@ -12,7 +12,7 @@ never a cached calibration: there is no sm_120 calibration to trust). It writes 
 <out>.json. Everything in the report, the paragraph of where the model agrees and why not
 included, is computed from the estimates on each run: re-run it after the rank model changes.
 
-The seed's measurements (/work/shared/seed/000_*.txt; RTX PRO 6000 Blackwell, throughput in
+The seed's measurements (the user's own runs on an RTX PRO 6000 Blackwell, throughput in
 tokens/s, negative = slower, run-to-run noise about +-5-7 %) are the table SEED below.
 """
 
