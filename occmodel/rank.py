@@ -214,6 +214,9 @@ class Estimate:
     bound: str                      # the largest term of step(B): one of BOUNDS, or "does not fit"
     loop_barriers: int = 0          # block-wide barriers per main-loop trip (a cross-warp exchange)
     exchange_step_s: float = 0.0    # (g) the exchange's shared-memory round trips (0 without a barrier)
+    passes: int = 1                 # loops over the same data (a two-pass kernel: 2)
+    reread_miss: float | None = None  # share of a later pass's re-read charged to DRAM (None: no re-read)
+    hoist: float = 1.0              # latency waits per unpipelined iteration (< 1: ptxas hoists loads)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -418,16 +421,19 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
     B = res.blocks_per_sm
     k = min(res.ahead, n)
     d = max(0.0, nbytes - sum(x.grid * x.iterations * x.dram_bytes for x in extra)) / (grid * n)
+    miss = None
     if res.reread_again and B > 0:
         trips = n / max(1, res.passes)                # each pass's iterations (passes of equal length)
         resident = min(grid, r.sms * B)               # CTAs streaming their rows at once
-        d += reread_miss(resident * res.reread_first * trips, l2_bytes) * res.reread_again / max(1, res.passes)
+        miss = reread_miss(resident * res.reread_first * trips, l2_bytes)
+        d += miss * res.reread_again / max(1, res.passes)
     t = float(res.tile_bytes)
     s = float(res.shared_reads)
     f = float(res.dot_flops) if res.dot_flops else flops / (grid * n)
     common = dict(config=dict(cfg), point=point, source=res.source, blocks_per_sm=B, grid=grid, iterations=n,
                   tiles_in_flight=k, dram_per_iter=d, tile_per_iter=t, shared_per_iter=s, flops_per_iter=f,
-                  roofline_mem_s=nbytes / r.bw, roofline_comp_s=flops / r.peak, launch_s=launch_s)
+                  roofline_mem_s=nbytes / r.bw, roofline_comp_s=flops / r.peak, launch_s=launch_s,
+                  passes=res.passes, reread_miss=miss, hoist=res.hoist)
     if B <= 0:
         inf = math.inf
         return Estimate(fits=False, slots=0, waves=0, tail_ctas=0, latency_step_s=inf, dram_step_s=inf,
