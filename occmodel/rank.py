@@ -14,7 +14,9 @@ and one iteration of the c co-resident CTAs takes about the slowest of (all time
 
     step(c) = pmax(lat,                         (a) latency: L / k with k = tiles ahead >= 1;
                                                    unpipelined (k = 0) a CTA waits L, then computes:
-                                                   b x h x L + s / SMEM_sm + f / P_sm, b = the round trips
+                                                   b x h x L + s / SMEM_sm + f / P_sm + i x D / clock
+                                                   (its warps' own instruction stream, one instruction
+                                                   per D cycles at best: term (f)), b = the round trips
                                                    its register loads take (load_batches: words loaded
                                                    per thread / registers per thread, >= 1), h <= 1 the
                                                    waits per iteration left by ptxas issuing several
@@ -112,6 +114,11 @@ EXCHANGE_CYCLES_PER_OP = 9.5
 # 28 of 67, #1 within 3 % 29; 2: 0.862 / 0.820, 29, 29; 3: 0.863 / 0.831, 32, 32; 4: 0.863 / 0.825, 30, 34
 # (flash attention 0.79 -> 0.62: its HMMA loop is not issue-bound); 6: 0.840. group_norm's fp32 point,
 # one CTA per SM, ran 2.2x slower on 4 warps than on 16 with the same bytes per iteration.
+# The same D sets an unpipelined iteration's critical path (term (a)): a CTA waits its loads, then its
+# warps run their instructions before the next loads issue (session 6, after round 6, on the 79 cases of
+# rounds 1-6: median / mean Spearman 0.852 / 0.774 -> 0.872 / 0.806, best in the top 3 34 -> 37, #1
+# within 3 % 36 -> 41; bias_gelu 0.16 -> 0.47, swiglu 0.63 -> 0.77, causal_conv1d 0.68 -> 0.79; D = 2 or 4
+# with it: 0.869 / 0.852).
 DEPENDENT_ISSUE_CYCLES = 3.0
 # The smooth maximum's exponent (step(c) = (sum of term^p)^(1/p)). Chosen after rounds 1 and 2 on all
 # 37 (kernel, point) cases measured so far (reports/rank_study_h200.md: median Spearman 0.835 with a
@@ -371,7 +378,8 @@ def _steps(r: _Rates, c: int, lp: _Loop, lat: float | None = None) -> dict[str, 
     own = lp.s / (r.smem / per) + lp.f / (r.peak / per)
     warps = c * lp.warps
     issue = lp.issue * max(warps / 4, DEPENDENT_ISSUE_CYCLES) / r.clock if warps and lp.issue else 0.0
-    return {"latency": L / lp.k if lp.k >= 1 else lp.batches * lp.hoist * L + own, "dram": c * lp.d / (r.bw / per),
+    serial = lp.issue * DEPENDENT_ISSUE_CYCLES / r.clock if lp.warps else 0.0
+    return {"latency": L / lp.k if lp.k >= 1 else lp.batches * lp.hoist * L + own + serial, "dram": c * lp.d / (r.bw / per),
             "l2": c * lp.t / (r.l2 / per), "shared": c * lp.s / (r.smem / per), "tensor": c * lp.f / (r.peak / per),
             "issue": issue, "exchange": warps * lp.exchange / r.clock}
 

@@ -108,8 +108,11 @@ def test_issue_term_and_unpipelined_latency():
     assert R.DEPENDENT_ISSUE_CYCLES == 3.0
     assert steps["issue"] == pytest.approx(150e-9)
     assert R._steps(r, 32, lp)["issue"] == pytest.approx(1600e-9)
-    # unpipelined: a CTA waits its tile each iteration (L = 700 ns), own compute 0
-    assert steps["latency"] == pytest.approx(700e-9)
+    # unpipelined: a CTA waits its tile each iteration (L = 700 ns), then its warps run their 100 slots,
+    # one per 3 cycles at best: 100 x 3 / 2e9 = 150 ns -> 850 ns per iteration
+    assert steps["latency"] == pytest.approx(700e-9 + 150e-9)
+    # without an issue count (no SASS) only the wait: 700 ns
+    assert R._steps(r, 2, R._Loop(d=1024, t=1024, s=0, f=0, k=0, warps=4))["latency"] == pytest.approx(700e-9)
     # one warp alone: one slot per 3 clocks at most: 100 slots -> 150 ns
     assert R._steps(r, 1, R._Loop(d=1, t=1, s=0, f=0, k=0, warps=1, issue=100.0))["issue"] == pytest.approx(150e-9)
     # an unpipelined kernel pays no separate first-tile latency; a pipelined one does
