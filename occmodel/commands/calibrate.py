@@ -18,8 +18,8 @@ def add_parser(subs, common) -> None:
         "calibrate", parents=[common], help=SUMMARY["calibrate"],
         description="Runs short micro-benchmarks (well under a minute): device-to-device copy bandwidth, L2 "
                     "bandwidth, loaded memory latency as a curve of load (Little's law on a streaming Triton kernel "
-                    "with one tile in flight per CTA, at 4 to 256 KB in flight per SM: rank reads the curve at each "
-                    "config's own load, which holds still across machine starts where one threshold-picked figure "
+                    "with one tile in flight per CTA, at 4 to 256 KB in flight per SM: rank reads the curve at 16 KB "
+                    "per SM, which holds still across machine starts where one threshold-picked figure "
                     "did not) and kernel launch overhead in a CUDA graph. Writes them as YAML to --out or "
                     "~/.cache/occmodel/calibration/<spec>-<gpu>.yaml, where `occmodel rank --spec <spec>` finds it.")
     p.add_argument("--out", type=Path, default=None, help="write the YAML here (default: the cache path)")
