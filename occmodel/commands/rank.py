@@ -176,7 +176,9 @@ def run(args) -> Report:
     assumptions = [f"constants: {cal.gpu}, {cal.sms} SMs, DRAM {cal.bandwidth_gbs:g} GB/s, {lat}, "
                    f"L2 {cal.l2_bandwidth_gbs:g} GB/s, L2 latency {cal.l2_latency_ns:g} ns, shared "
                    f"{cal.shared_bandwidth_gbs:g} GB/s, launch {cal.launch_us:g} us; {cal.source}",
-                   f"peak {R.peak_flops(spec, args.product) / 1e12:g} TFLOP/s (fp16 tensor, datasheet)",
+                   f"peak {R.peak_flops(spec, args.product) / 1e12:g} TFLOP/s (fp16 tensor, datasheet); L2 "
+                   f"{spec.product(args.product).l2_mb:g} MiB ({spec.product(args.product).name}, datasheet: where a "
+                   "later pass's re-read stops hitting)",
                    f"resources from {src}",
                    "the estimate ranks configs; it is not a time to quote (see rank.py for the formula)"]
     return Report("rank", sections, assumptions,
