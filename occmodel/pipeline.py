@@ -136,6 +136,7 @@ class LoopInfo:
                                      # its result (0: none; 1: a scalar per row; > 1: a vector, whose shared
                                      # scratch round trip is bank-conflicted: rank's term (g))
     parent: int = -1                 # index (in PipelineReport.loops) of the loop this one sits in; -1: none
+    stores: tuple[tuple[str, int], ...] = ()   # (kernel argument, bytes per iteration) of the body's tt.store ops
 
     @property
     def shared_read_bytes(self) -> int:
@@ -199,6 +200,8 @@ class PipelineReport:
                     again[root] = again.get(root, 0) + nbytes
                 else:
                     first[root] = nbytes
+            for root, nbytes in (st for lp in tree for st in lp.stores):
+                first.setdefault(root, nbytes)   # what a pass stores, a later pass may load back
         streams = [max(tree, key=lambda lp: (sum(ld.slot_bytes for ld in lp.loads), lp.depth)) for tree in passes]
         return Passes(len(passes), sum(first[r] for r in again), sum(again.values()),
                       tuple(sum(ld.thread_bytes for ld in lp.loads) if all(ld.thread_bytes for ld in lp.loads) else 0.0
@@ -375,7 +378,7 @@ def parse_ttgir(text: str, kernel: str = "", arch: str = "", num_stages: int | N
                 rec = {"where": locs.of(ln)[1], "depth": len(outer),
                        "parent": next(i for i, r in enumerate(loops) if r is outer[-1]) if outer else -1,
                        "dot": False, "dots": [], "loads": {}, "waits": [], "commits": 0, "axes": [],
-                       "exchange": 0.0}
+                       "exchange": 0.0, "stores": {}}
                 loops.append(rec)
             kind = "tt.func public" if op == "tt.func" and " public " in ln else op
             stack.append((kind, rec))
@@ -387,7 +390,7 @@ def parse_ttgir(text: str, kernel: str = "", arch: str = "", num_stages: int | N
                     rec["where"] = locs.of(ln)[1]
     infos = tuple(LoopInfo(rec["where"], rec["depth"], rec["dot"], tuple(_merge(rec["loads"])),
                            min(rec["waits"]) if rec["waits"] else None, rec["commits"], tuple(rec["dots"]),
-                           rec["exchange"], rec["parent"])
+                           rec["exchange"], rec["parent"], tuple(rec["stores"].items()))
                   for rec in loops)
     return PipelineReport(kernel, arch, num_stages, infos)
 
@@ -442,6 +445,11 @@ def _collect(rec: dict, op: str, ln: str, branch: bool, locs: _Locations, ring_o
             rec["waits"].append(int(m.group(1)))
     elif op == "ttg.async_commit_group":
         rec["commits"] += 1
+    elif op == "tt.store":
+        ptr = re.search(r"tt\.store\s+(%[\w.#-]+)", ln)
+        root = root_of(ptr.group(1)) if ptr else ""
+        if root:
+            rec["stores"][root] = rec["stores"].get(root, 0) + _plain_tile(ln)[1]
     elif op in ASYNC_OPS or op in PLAIN_OPS:
         name, where, file, line, col = locs.of(ln)
         ssa = (_OP.match(ln).group(1) or "").lstrip("%")

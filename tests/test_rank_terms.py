@@ -372,3 +372,21 @@ def test_a_pass_whose_loads_sit_in_an_inner_loop_is_one_pass():
     assert [(lp.depth, lp.parent, len(lp.loads)) for lp in rep.loops] == [(0, -1, 1), (0, -1, 1), (1, 1, 1)]
     assert rep.loops[1].loads[0].root == "w_ptr" and rep.main is not rep.loops[1]
     assert rep.passes() == P.Passes(count=2, first_bytes=256, again_bytes=256, thread_bytes=(8.0, 8.0))
+
+
+def test_a_pass_that_loads_back_what_an_earlier_pass_stored_is_a_reread():
+    """fused add + RMSNorm's shape: pass 1 stores r (to R) and pass 2 loads r back from R: a re-read of
+    the 256 B per iteration pass 1 wrote, though pass 1 never loaded R."""
+    from occmodel import pipeline as P
+
+    stored = TWO_PASS_TTGIR.replace(
+        "      scf.yield %m, %s_10 : f32, f32",
+        "      %r_p = tt.splat %R : !tt.ptr<f16> -> tensor<128x!tt.ptr<f16>, #blocked>\n"
+        "      tt.store %r_p, %x_14 : tensor<128x!tt.ptr<f16>, #blocked>\n"
+        "      scf.yield %m, %s_10 : f32, f32").replace(
+        "      %x_11 = tt.addptr %x_9, %cols", "      %r_9 = tt.splat %R : !tt.ptr<f16> -> tensor<128x!tt.ptr<f16>, #blocked>\n"
+        "      %x_11 = tt.addptr %r_9, %cols").replace("%n_cols: i32)", "%n_cols: i32, %R: !tt.ptr<f16>)")
+    rep = P.parse_ttgir(stored)
+    assert rep.loops[0].stores == (("R", 256),)
+    assert [[ld.root for ld in lp.loads] for lp in rep.loops] == [["X"], ["R"]]
+    assert rep.passes() == P.Passes(count=2, first_bytes=256, again_bytes=256, thread_bytes=(8.0, 8.0))
