@@ -124,3 +124,37 @@ def compile_results(kernel: str, cfgs, arch: str):
         args = mod.example_args(cfg, mod.POINTS[0])
         yield cfg, compile_kernel(mod._kernel, args=args, arch=arch, num_warps=cfg["num_warps"],
                                   num_stages=cfg["num_stages"])
+
+
+def meta_nbytes(args: Mapping[str, Any]) -> int:
+    """Bytes of the tensors among a launcher's example_args (meta tensors: shapes only)."""
+    return sum(v.numel() * v.element_size() for v in args.values() if hasattr(v, "element_size"))
+
+
+def assert_tunables_covered(cases: Mapping[str, Mapping[str, tuple[dict, dict]]], baseline: bool = True) -> None:
+    """Each kernel's tunables take at least two values over its cases (and, with `baseline`, its
+    BASELINE names exactly its TUNABLES)."""
+    for kernel, kcases in cases.items():
+        mod = load_example(kernel)
+        if baseline:
+            assert set(mod.BASELINE) == set(mod.TUNABLES)
+        for name in mod.TUNABLES:
+            tested = {cfg[name] for _, cfg in kcases.values()}
+            assert len(tested) >= 2, (kernel, name, tested)
+
+
+def study_sweeps(names, role: str) -> dict[str, tuple[list, list, dict]]:
+    """scripts/rank_study.py's SWEEPS entries of `names`, each asserted to carry `role` and its examples/
+    file: name -> (its valid configs, its points, its axes)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("rank_study_for_tests", TESTS.parent / "scripts" / "rank_study.py")
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    out = {}
+    for name in names:
+        entry = m.SWEEPS[name]
+        assert entry["role"] == role and entry["file"] == f"examples/{name}.py", (name, entry)
+        kernel, points = m.load_kernel(name)
+        out[name] = (m.valid_configs(kernel, m.sweep_configs(entry["axes"])), points, entry["axes"])
+    return out

@@ -89,9 +89,6 @@ def test_example_matches_reference(kernel, name):
         assert r["n_bad"] == 0, H.mismatch(r, f"{kernel}/{name} {what}")
 
 
-def _meta_nbytes(args: dict) -> int:
-    return sum(v.numel() * v.element_size() for v in args.values() if hasattr(v, "element_size"))
-
 
 @pytest.mark.parametrize("kernel", list(CASES))
 def test_launcher_hooks_agree_with_shapes(kernel):
@@ -109,7 +106,7 @@ def test_launcher_hooks_agree_with_shapes(kernel):
         for p in mod.POINTS:
             args = mod.example_args(cfg, p)
             assert all(getattr(v, "device", None) is None or v.device.type == "meta" for v in args.values())
-            assert _meta_nbytes(args) == mod.bytes_moved(p) > 2 * 50 * 2**20, (kernel, p)
+            assert H.meta_nbytes(args) == mod.bytes_moved(p) > 2 * 50 * 2**20, (kernel, p)
             if kernel == "gemv":
                 assert args["W"].shape == (p["N"], p["K"]) and args["N"] == p["N"] and args["K"] == p["K"]
                 assert mod.grid(cfg, p) == triton.cdiv(p["N"], cfg["BLOCK_N"])

@@ -77,12 +77,7 @@ def test_example_matches_reference(kernel, name):
 def test_cases_cover_every_tunable_value():
     """Each tunable takes at least two values over a kernel's cases (BLOCK_K both of its
     two); masked tails are hit."""
-    for kernel, cases in CASES.items():
-        mod = load_example(kernel)
-        assert set(mod.BASELINE) == set(mod.TUNABLES)
-        for name in mod.TUNABLES:
-            tested = {cfg[name] for _, cfg in cases.values()}
-            assert len(tested) >= 2, (kernel, name, tested)
+    H.assert_tunables_covered(CASES)
     gm = CASES["w8a16_gemm"].values()
     assert {c["BLOCK_K"] for _, c in gm} == {64, 128}
     for dim, blk in (("M", "BLOCK_M"), ("N", "BLOCK_N"), ("K", "BLOCK_K")):
@@ -91,9 +86,6 @@ def test_cases_cover_every_tunable_value():
     assert any(p["D"] % c["BLOCK_D"] for p, c in cv) and any(p["L"] % c["BLOCK_L"] for p, c in cv)
     assert any(p["L"] < p.get("W", 4) for p, _ in cv)
 
-
-def _meta_nbytes(args: dict) -> int:
-    return sum(v.numel() * v.element_size() for v in args.values() if hasattr(v, "element_size"))
 
 
 @pytest.mark.parametrize("kernel", list(CASES))
@@ -112,7 +104,7 @@ def test_launcher_hooks_agree_with_shapes(kernel):
         for p in mod.POINTS:
             args = mod.example_args(cfg, p)
             assert all(getattr(v, "device", None) is None or v.device.type == "meta" for v in args.values())
-            assert _meta_nbytes(args) == mod.bytes_moved(p) > 50 * 2**20, (kernel, p)
+            assert H.meta_nbytes(args) == mod.bytes_moved(p) > 50 * 2**20, (kernel, p)
             if kernel == "w8a16_gemm":
                 M, N, K = p["M"], p["N"], p["K"]
                 assert args["X"].shape == (M, K) and args["WQ"].shape == (K, N) and args["OUT"].shape == (M, N)

@@ -94,12 +94,7 @@ def test_example_matches_reference(kernel, name):
 
 def test_cases_cover_every_tunable_value():
     """Each tunable takes at least two values over a kernel's cases; masked tails are hit."""
-    for kernel, cases in CASES.items():
-        mod = load_example(kernel)
-        assert set(mod.BASELINE) == set(mod.TUNABLES)
-        for name in mod.TUNABLES:
-            tested = {cfg[name] for _, cfg in cases.values()}
-            assert len(tested) >= 2, (kernel, name, tested)
+    H.assert_tunables_covered(CASES)
     gn = CASES["group_norm"].values()
     assert any(p["HW"] % c["BLOCK_SIZE"] for p, c in gn)
     assert any((p["C"] // p["G"] * p["HW"]) % c["BLOCK_SIZE"] for p, c in gn)
@@ -111,9 +106,6 @@ def test_cases_cover_every_tunable_value():
     assert any(p["Hk"] % c["BLOCK_H"] for p, c in rp) and any(p["Hq"] % c["BLOCK_H"] for p, c in rp)
     assert any((p["D"] // 2) & (p["D"] // 2 - 1) for p, _ in rp)
 
-
-def _meta_nbytes(args: dict) -> int:
-    return sum(v.numel() * v.element_size() for v in args.values() if hasattr(v, "element_size"))
 
 
 @pytest.mark.parametrize("kernel", list(CASES))
@@ -132,7 +124,7 @@ def test_launcher_hooks_agree_with_shapes(kernel):
         for p in mod.POINTS:
             args = mod.example_args(cfg, p)
             assert all(getattr(v, "device", None) is None or v.device.type == "meta" for v in args.values())
-            assert _meta_nbytes(args) == mod.bytes_moved(p) > 50 * 2**20, (kernel, p)
+            assert H.meta_nbytes(args) == mod.bytes_moved(p) > 50 * 2**20, (kernel, p)
             if kernel == "group_norm":
                 N, C, HW, G = p["N"], p["C"], p["HW"], p["G"]
                 e = 4 if p["dtype"] == "fp32" else 2
@@ -226,16 +218,8 @@ def test_bad_inputs_are_value_errors():
 def test_study_sweeps_declare_round5_a():
     """scripts/rank_study.py's SWEEPS: both kernels held-out-5, >= 40 configs x the 3 POINTS each
     (every config checked to compile and fit for sm_90 at every point with triton 3.6.0)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("rank_study_r5a", HERE.parents[1] / "scripts" / "rank_study.py")
-    m = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(m)
     sizes = {}
-    for name in CASES:
-        assert m.SWEEPS[name]["role"] == "held-out-5" and m.SWEEPS[name]["file"] == f"examples/{name}.py"
-        kernel, points = m.load_kernel(name)
-        cfgs = m.valid_configs(kernel, m.sweep_configs(m.SWEEPS[name]["axes"]))
+    for name, (cfgs, points, _) in H.study_sweeps(CASES, "held-out-5").items():
         sizes[name] = (len(cfgs), len(points))
         assert load_example(name).BASELINE in cfgs
     assert sizes == {"group_norm": (48, 3), "rope": (64, 3)}

@@ -85,12 +85,7 @@ def test_example_matches_reference(kernel, name):
 
 def test_cases_cover_every_tunable_value():
     """Each tunable takes at least two values over a kernel's cases; masked tails are hit."""
-    for kernel, cases in CASES.items():
-        mod = load_example(kernel)
-        assert set(mod.BASELINE) == set(mod.TUNABLES)
-        for name in mod.TUNABLES:
-            tested = {cfg[name] for _, cfg in cases.values()}
-            assert len(tested) >= 2, (kernel, name, tested)
+    H.assert_tunables_covered(CASES)
     gm = CASES["gated_mlp"].values()
     for dim, blk in (("M", "BLOCK_M"), ("N", "BLOCK_N"), ("K", "BLOCK_K")):
         assert any(p[dim] % c[blk] for p, c in gm), dim
@@ -104,9 +99,6 @@ def test_cases_cover_every_tunable_value():
     assert {p.get("ids", "int64") for p, _ in eg} == {"int32", "int64"}
     assert {p["dtype"] for p, _ in eg} == {"fp16", "bf16", "fp32"}
 
-
-def _meta_nbytes(args: dict) -> int:
-    return sum(v.numel() * v.element_size() for v in args.values() if hasattr(v, "element_size"))
 
 
 @pytest.mark.parametrize("kernel", list(CASES))
@@ -125,7 +117,7 @@ def test_launcher_hooks_agree_with_shapes(kernel):
         for p in mod.POINTS:
             args = mod.example_args(cfg, p)
             assert all(getattr(v, "device", None) is None or v.device.type == "meta" for v in args.values())
-            assert _meta_nbytes(args) == mod.bytes_moved(p) > 50 * 2**20, (kernel, p)
+            assert H.meta_nbytes(args) == mod.bytes_moved(p) > 50 * 2**20, (kernel, p)
             if kernel == "gated_mlp":
                 M, N, K = p["M"], p["N"], p["K"]
                 assert args["X"].shape == (M, K) and args["W"].shape == (K, 2 * N) and args["OUT"].shape == (M, N)
@@ -178,8 +170,6 @@ def test_hooks_on_small_points_and_inputs():
 
 
 def test_bad_inputs_are_value_errors():
-    import torch
-
     gm, eg = load_example("gated_mlp"), load_example("embedding_gather")
     inputs = gm.make_inputs({"M": 4, "N": 16, "K": 32, "dtype": "fp16"}, device="cpu")
     x, w = inputs["x"], inputs["w"]

@@ -102,7 +102,6 @@ def _prepare(name: str, point: dict, inputs: dict) -> None:
 def _scale_cases() -> None:
     """Under the interpreter: kv_quant's scales vs reference_scales, and |q * s - x| <= s / 2."""
     assert os.environ.get("TRITON_INTERPRET") == "1", "run with TRITON_INTERPRET=1"
-    import torch
 
     mod = load_example("kv_quant")
     results = {}
@@ -158,12 +157,7 @@ def test_kv_quant_scales_and_dequantization(name):
 
 def test_cases_cover_every_tunable_value():
     """Each tunable takes at least two values over a kernel's cases; masked tails are hit."""
-    for kernel, cases in CASES.items():
-        mod = load_example(kernel)
-        assert set(mod.BASELINE) == set(mod.TUNABLES)
-        for name in mod.TUNABLES:
-            tested = {cfg[name] for _, cfg in cases.values()}
-            assert len(tested) >= 2, (kernel, name, tested)
+    H.assert_tunables_covered(CASES)
     kq = CASES["kv_quant"].values()
     assert any(p["T"] % c["BLOCK_T"] for p, c in kq) and any(p["T"] < c["BLOCK_T"] for p, c in kq)
     assert any(p["H"] % c["BLOCK_H"] for p, c in kq) and any(p["H"] < c["BLOCK_H"] for p, c in kq)
@@ -176,9 +170,6 @@ def test_cases_cover_every_tunable_value():
     assert any(-(-p["M"] // c["BLOCK_M"]) < c["TILES_PER_CTA"] for p, c in tr)
     assert {p["dtype"] for p, _ in tr} == {"fp16", "bf16", "fp32"}
 
-
-def _meta_nbytes(args: dict) -> int:
-    return sum(v.numel() * v.element_size() for v in args.values() if hasattr(v, "element_size"))
 
 
 @pytest.mark.parametrize("kernel", list(CASES))
@@ -199,7 +190,7 @@ def test_launcher_hooks_agree_with_shapes(kernel):
         for p in mod.POINTS:
             args = mod.example_args(cfg, p)
             assert all(getattr(v, "device", None) is None or v.device.type == "meta" for v in args.values())
-            assert _meta_nbytes(args) == mod.bytes_moved(p) > 50 * 2**20, (kernel, p)
+            assert H.meta_nbytes(args) == mod.bytes_moved(p) > 50 * 2**20, (kernel, p)
             e = 4 if p["dtype"] == "fp32" else 2
             if kernel == "kv_quant":
                 T, Hh, D = p["T"], p["H"], p["D"]
@@ -279,17 +270,9 @@ def test_bad_inputs_are_value_errors():
 def test_study_sweeps_declare_round6_c():
     """scripts/rank_study.py's SWEEPS: both kernels held-out-6, >= 40 configs x the 3 POINTS each
     (every config checked to compile and fit for sm_90 at every point with triton 3.6.0)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("rank_study_r6c", HERE.parents[1] / "scripts" / "rank_study.py")
-    m = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(m)
     sizes = {}
-    for name in CASES:
-        assert m.SWEEPS[name]["role"] == "held-out-6" and m.SWEEPS[name]["file"] == f"examples/{name}.py"
-        assert list(m.SWEEPS[name]["axes"]) == list(load_example(name).TUNABLES)
-        kernel, points = m.load_kernel(name)
-        cfgs = m.valid_configs(kernel, m.sweep_configs(m.SWEEPS[name]["axes"]))
+    for name, (cfgs, points, axes) in H.study_sweeps(CASES, "held-out-6").items():
+        assert list(axes) == list(load_example(name).TUNABLES)
         sizes[name] = (len(cfgs), len(points))
         assert load_example(name).BASELINE in cfgs
     assert sizes == {"kv_quant": (60, 3), "transpose": (54, 3)}

@@ -114,12 +114,7 @@ def test_example_matches_reference(kernel, name):
 
 def test_cases_cover_every_tunable_value():
     """Each tunable takes at least two values over a kernel's cases; masked tails are hit."""
-    for kernel, cases in CASES.items():
-        mod = load_example(kernel)
-        assert set(mod.BASELINE) == set(mod.TUNABLES)
-        for name in mod.TUNABLES:
-            tested = {cfg[name] for _, cfg in cases.values()}
-            assert len(tested) >= 2, (kernel, name, tested)
+    H.assert_tunables_covered(CASES)
     for kernel, (r, l, br, bl) in (("chunk_cumsum", ("R", "L", "BLOCK_R", "BLOCK_L")),
                                    ("bias_gelu", ("M", "N", "BLOCK_M", "BLOCK_N"))):
         cs = CASES[kernel].values()
@@ -128,9 +123,6 @@ def test_cases_cover_every_tunable_value():
         assert any(p[l] // c[bl] >= 8 for p, c in cs)                   # many chunks: the carried prefix
         assert any(p[l] % c[bl] == 0 and p[r] % c[br] == 0 for p, c in cs)
 
-
-def _meta_nbytes(args: dict) -> int:
-    return sum(v.numel() * v.element_size() for v in args.values() if hasattr(v, "element_size"))
 
 
 @pytest.mark.parametrize("kernel", list(CASES))
@@ -150,7 +142,7 @@ def test_launcher_hooks_agree_with_shapes(kernel):
         for p in mod.POINTS:
             args = mod.example_args(cfg, p)
             assert all(getattr(v, "device", None) is None or v.device.type == "meta" for v in args.values())
-            assert _meta_nbytes(args) == mod.bytes_moved(p) > 50 * 2**20, (kernel, p)
+            assert H.meta_nbytes(args) == mod.bytes_moved(p) > 50 * 2**20, (kernel, p)
             e = 4 if p["dtype"] == "fp32" else 2
             if kernel == "chunk_cumsum":
                 R, L = p["R"], p["L"]
@@ -221,16 +213,8 @@ def test_bad_inputs_are_value_errors():
 def test_study_sweeps_declare_round6_d():
     """scripts/rank_study.py's SWEEPS: both kernels held-out-6, >= 40 configs x the 3 POINTS each
     (every config checked to compile and fit for sm_90 at every point with triton 3.6.0)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("rank_study_r6d", HERE.parents[1] / "scripts" / "rank_study.py")
-    m = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(m)
     sizes = {}
-    for name in CASES:
-        assert m.SWEEPS[name]["role"] == "held-out-6" and m.SWEEPS[name]["file"] == f"examples/{name}.py"
-        kernel, points = m.load_kernel(name)
-        cfgs = m.valid_configs(kernel, m.sweep_configs(m.SWEEPS[name]["axes"]))
+    for name, (cfgs, points, _) in H.study_sweeps(CASES, "held-out-6").items():
         sizes[name] = (len(cfgs), len(points))
         assert load_example(name).BASELINE in cfgs
         assert points == load_example(name).POINTS

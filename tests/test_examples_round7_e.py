@@ -112,9 +112,6 @@ def test_cases_cover_every_tunable_value():
     assert {p["dtype"] for p, _ in cases} == set(mod.DTYPES)
 
 
-def _meta_nbytes(args: dict) -> int:
-    return sum(v.numel() * v.element_size() for v in args.values() if hasattr(v, "element_size"))
-
 
 def test_launcher_hooks_agree_with_shapes():
     """At every default point: the meta tensors of example_args are exactly the bytes
@@ -131,7 +128,7 @@ def test_launcher_hooks_agree_with_shapes():
         for p in mod.POINTS:
             args = mod.example_args(cfg, p)
             assert all(getattr(v, "device", None) is None or v.device.type == "meta" for v in args.values())
-            assert _meta_nbytes(args) == mod.bytes_moved(p) > 50 * 2**20, p
+            assert H.meta_nbytes(args) == mod.bytes_moved(p) > 50 * 2**20, p
             M, N = p["M"], p["N"]
             assert args["X"].shape == args["Res"].shape == args["Y"].shape == args["RO"].shape == (M, N)
             assert args["W"].shape == (N,) and args["X"].element_size() == 2
@@ -194,16 +191,8 @@ def test_bad_inputs_are_value_errors():
 def test_study_sweeps_declare_round7_e():
     """scripts/rank_study.py's SWEEPS: held-out-7, >= 40 configs x the 3 POINTS (every config
     checked to compile and fit for sm_90 at every point with triton 3.6.0)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("rank_study_r7e", HERE.parents[1] / "scripts" / "rank_study.py")
-    m = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(m)
     sizes = {}
-    for name in CASES:
-        assert m.SWEEPS[name]["role"] == "held-out-7" and m.SWEEPS[name]["file"] == f"examples/{name}.py"
-        kernel, points = m.load_kernel(name)
-        cfgs = m.valid_configs(kernel, m.sweep_configs(m.SWEEPS[name]["axes"]))
+    for name, (cfgs, points, _) in H.study_sweeps(CASES, "held-out-7").items():
         sizes[name] = (len(cfgs), len(points))
         assert load_example(name).BASELINE in cfgs
         assert points == load_example(name).POINTS

@@ -130,9 +130,6 @@ def test_slot_mapping_is_realistic():
         assert (kv == mod.FILL).all()
 
 
-def _meta_nbytes(args: dict) -> int:
-    return sum(v.numel() * v.element_size() for v in args.values() if hasattr(v, "element_size"))
-
 
 def test_launcher_hooks_agree_with_shapes():
     """At every default point: the meta tensors of example_args are exactly the bytes
@@ -149,7 +146,7 @@ def test_launcher_hooks_agree_with_shapes():
         for p in mod.POINTS:
             args = mod.example_args(cfg, p)
             assert all(getattr(v, "device", None) is None or v.device.type == "meta" for v in args.values())
-            assert _meta_nbytes(args) == mod.bytes_moved(p) > 50 * 2**20, p
+            assert H.meta_nbytes(args) == mod.bytes_moved(p) > 50 * 2**20, p
             T, Hh, D, page, pad = p["T"], p["H"], p["D"], p["PAGE"], p["pad"]
             assert 0 < pad < 64 and page == 16
             assert args["K"].shape == args["V"].shape == (T, Hh, D) and args["SLOT"].shape == (T,)
@@ -211,14 +208,7 @@ def test_bad_inputs_are_value_errors():
 def test_study_sweeps_declare_round7_f():
     """scripts/rank_study.py's SWEEPS: held-out-7, >= 40 configs x the 3 POINTS (every config
     checked to compile and fit for sm_90 at every point with triton 3.6.0)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("rank_study_r7f", HERE.parents[1] / "scripts" / "rank_study.py")
-    m = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(m)
-    assert m.SWEEPS[KERNEL]["role"] == "held-out-7" and m.SWEEPS[KERNEL]["file"] == f"examples/{KERNEL}.py"
-    kernel, points = m.load_kernel(KERNEL)
-    cfgs = m.valid_configs(kernel, m.sweep_configs(m.SWEEPS[KERNEL]["axes"]))
+    cfgs, points, _ = H.study_sweeps([KERNEL], "held-out-7")[KERNEL]
     assert load_example(KERNEL).BASELINE in cfgs
     assert (len(cfgs), len(points)) == (60, 3)
 
