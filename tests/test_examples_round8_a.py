@@ -42,9 +42,6 @@ HERE = Path(__file__).resolve()
 KERNEL = "fp8_scaled_mm"
 TOL = {"bf16": 1.5e-2, "fp16": 2e-3}
 
-# the GPU-study sweep (every config compiled for sm_90 with triton 3.6.0 at every POINT)
-SWEEP_AXES = {"BLOCK_M": [64, 128], "BLOCK_N": [128, 256], "BLOCK_K": [64, 128], "GROUP_M": [1, 8],
-              "num_warps": [4, 8], "num_stages": [3, 4]}
 
 
 def _cfg(bm, bn, bk, g, w, s):
@@ -145,6 +142,7 @@ def test_sweep_fits_the_points():
     """The study sweep: >= 40 configs, BASELINE among them, every tunable swept over >= 2 values;
     at every POINT each config's K is a multiple of BLOCK_K (the unmasked loop) and fills the GPU
     with >= 132 tiles."""
+    SWEEP_AXES = H.study_sweeps([KERNEL], "held-out-8")[KERNEL][2]     # the study's sweep (scripts/rank_study.py SWEEPS)
     import itertools
 
     mod = load_example(KERNEL)

@@ -63,9 +63,6 @@ COMPILE_CFGS: dict[str, list[dict]] = {
     KERNEL: [_cfg(32, 1, 4096, 8, 1), _cfg(16, 2, 1024, 4, 1), _cfg(64, 2, 8192, 16, 1)],
 }
 
-# the GPU study's sweep (every config checked to compile for sm_90 at every POINT with triton 3.6.0)
-STUDY_AXES = {"ROWS_PER_CTA": [16, 32, 64], "BLOCK_M": [1, 2], "BLOCK_N": [1024, 2048, 4096, 8192],
-              "num_warps": [4, 8, 16], "num_stages": [1]}
 
 
 def _prepare(name: str, point: dict, inputs: dict) -> None:
@@ -161,6 +158,7 @@ def test_launcher_hooks_agree_with_shapes():
 def test_study_sweep():
     """STUDY_AXES: >= 40 valid configs (num_stages one value: no dot, it changes no cubin), the
     BASELINE among them; the points big enough (> 50 MiB, 384-960 MiB)."""
+    STUDY_AXES = H.study_sweeps([KERNEL], "held-out-8")[KERNEL][2]     # the study's sweep (scripts/rank_study.py SWEEPS)
     mod = load_example(KERNEL)
     keys = list(STUDY_AXES)
     cfgs = [dict(zip(keys, v)) for v in itertools.product(*STUDY_AXES.values())]

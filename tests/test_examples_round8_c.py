@@ -60,9 +60,6 @@ COMPILE_CFGS: dict[str, list[dict]] = {
     KERNEL: [_cfg(1, 1024, 4, 1), _cfg(8, 2048, 2, 1), _cfg(1, 128, 8, 1), _cfg(4, 512, 4, 1)],
 }
 
-# the GPU study's sweep (num_stages: one value, the kernel has no runtime loop to pipeline)
-SWEEP_AXES = {"BLOCK_T": [1, 2, 4, 8], "BLOCK_D": [128, 256, 512, 1024, 2048], "num_warps": [2, 4, 8],
-              "num_stages": [1]}
 
 PAD_EVERY, PAD_ROWS, PAD_COLS = 5, 3, 8      # padded_expert_buffer: 3 NaN rows after every 5, 8 NaN columns
 
@@ -233,6 +230,7 @@ def test_bad_inputs_are_value_errors():
 def test_sweep_is_a_real_study():
     """The GPU study's sweep: >= 40 configs, BASELINE and the compile configs among them,
     every tunable swept (num_stages held at one value: it changes nothing in the cubin)."""
+    SWEEP_AXES = H.study_sweeps([KERNEL], "held-out-8")[KERNEL][2]     # the study's sweep (scripts/rank_study.py SWEEPS)
     mod = load_example(KERNEL)
     assert list(SWEEP_AXES) == list(mod.TUNABLES)
     cfgs = [dict(zip(SWEEP_AXES, v)) for v in itertools.product(*SWEEP_AXES.values())]
