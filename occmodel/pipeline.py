@@ -100,6 +100,13 @@ class LoopDot:
         return 2 * self.m * self.n * self.k
 
     @property
+    def fp16_flops(self) -> float:
+        """The flops at the fp16 tensor rate: 1-byte operands (fp8, int8) run at twice the fp16
+        rate and 4-byte ones (tf32) at half on sm_80..sm_120 (NVIDIA's A100 / H100 / H200 /
+        RTX Blackwell datasheets: e.g. H100 SXM 989 dense fp16, 1,979 fp8 and int8, 495 tf32)."""
+        return self.flops * max(self.a_bytes, self.b_bytes) / 2
+
+    @property
     def shared_read_bytes(self) -> int:
         """Bytes the CTA reads from shared memory for this dot's operands (per execution).
 
@@ -146,6 +153,11 @@ class LoopInfo:
     @property
     def dot_flops(self) -> int:
         return sum(d.flops for d in self.dots)
+
+    @property
+    def dot_fp16_flops(self) -> float:
+        """The body's dot flops counted at the fp16 tensor rate (LoopDot.fp16_flops)."""
+        return sum(d.fp16_flops for d in self.dots)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ CTAs/SM, in a full wave; fewer in the tail). Per loop iteration one CTA needs:
     t  L2 -> SM bytes   the tile its loop loads            (TTGIR slot bytes when compiled)
     s  shared reads     the dots' operand reads            (TTGIR warp layouts, pipeline.LoopDot;
                                                             0 without a compile: unknown)
-    f  tensor FLOPs     the dots' flops                    (TTGIR, else flops / (grid x n))
+    f  tensor FLOPs     the dots' flops                    (TTGIR, counted at the fp16 rate: 1-byte
+                                                           operands x 1/2, tf32 x 2; else flops / (grid x n))
 
 and one iteration of the c co-resident CTAs takes about the slowest of (all times in seconds)::
 
@@ -68,6 +69,10 @@ arguments one CTA's first pass loads; R: what its later passes load again), whic
 A kernel's secondary kernels (``secondary_kernels(cfg, point)``, e.g. decode's split-KV
 combine) are costed by the same step with their own grid, iterations and bytes; a loop
 that reads what the main kernel just wrote waits the L2 latency per unpipelined iteration.
+A kernel whose declared loop left no loop in the SASS (a tl.static_range, or ptxas unrolled it
+fully) is costed from its whole listing spread over the n iterations (unrolled_body): issue
+slots / n, and latency waits = its runs of loads (or register-files of loaded words) / n.
+
 The workload facts (grid, loop iterations, bytes moved, flops) come from the kernel's
 hooks (a card, or a bare kernel's launcher); rank names no kernel.
 
@@ -171,7 +176,7 @@ class Resources:
     n_spills: int            # 0 unless compiled
     source: str              # "model" | "compiled"
     shared_reads: int = 0    # dot-operand bytes read from shared memory per iteration (0: unknown)
-    dot_flops: int = 0       # tensor FLOPs per iteration (0: use flops / (grid x n))
+    dot_flops: float = 0     # tensor FLOPs per iteration at the fp16 rate (0: use flops / (grid x n))
     unroll: int = 1          # source iterations per SASS loop trip (ptxas hoists their loads together)
     issue_per_iter: float = 0.0   # issue slots per warp per iteration (0: unknown, term (f) off)
     loop_barriers: int = 0   # block-wide barriers per trip of the SASS main loop
@@ -270,16 +275,37 @@ def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any
     if rep is not None:
         ahead = rep.ahead
         if rep.main is not None:
-            reads, flops = rep.main.shared_read_bytes, rep.main.dot_flops
+            reads, flops = rep.main.shared_read_bytes, rep.main.dot_fp16_flops
     source = "compiled" if ev.source == "compiled" else "model"
     u, issue, barriers, exchange = _sass_loop(getattr(ev, "result", None), threads, rep)
     plain = sum(ld.slot_bytes for ld in rep.main.loads if not ld.pipelined) if rep is not None and rep.main else 0
     passes = rep.passes() if rep is not None else None
+    batches = load_batches(plain, threads, ev.regs)
+    hoist = hoisting(getattr(ev, "result", None), passes) if passes and not ahead else 1.0
+    flat = unrolled_body(getattr(ev, "result", None), workload(kernel, cfg, point)[1], ev.regs) if not issue else None
+    if flat is not None:
+        issue, hoist, batches = flat[0], flat[1], 1.0
     return Resources(blocks, threads, loop_tile_bytes(kernel, cfg, point, rep), ahead, int(ev.spills or 0), source,
-                     reads, flops, u, issue, barriers, exchange, load_batches(plain, threads, ev.regs),
+                     reads, flops, u, issue, barriers, exchange, batches,
                      max(1, passes.count) if passes else 1, passes.first_bytes if passes else 0,
-                     passes.again_bytes if passes else 0,
-                     hoisting(getattr(ev, "result", None), passes) if passes and not ahead else 1.0)
+                     passes.again_bytes if passes else 0, hoist)
+
+
+def unrolled_body(result: Any, n: int, regs: int | None) -> tuple[float, float] | None:
+    """(issue slots per warp per iteration, latency waits per iteration) of a kernel whose n declared
+    loop iterations were unrolled away (a tl.static_range: its SASS has no loop): the whole listing
+    spread over the n iterations. Its loads issue together, so one CTA waits the latency once per
+    run of loads that a store separates (sass.straight_line's load_waves), or once per register-file
+    of loaded words when they outnumber the registers (load_batches' limit) -- not n times. Found on
+    moe_combine (round 8, topk 8: configs with little in flight ran 1.2-2.3x faster than an n-waits
+    estimate). None when the SASS has a loop, is missing, or n is 1."""
+    from . import sass as S
+    body = S.straight_line(getattr(result, "sass", None) or "")
+    if body is None or n <= 1:
+        return None
+    words = body.global_load_bytes / 4
+    waits = max(1.0, body.load_waves, words / regs if regs else 0.0)
+    return S.issue_slots(body) / n, min(1.0, waits / n)
 
 
 def hoisting(result: Any, passes: Any) -> float:

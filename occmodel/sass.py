@@ -68,16 +68,31 @@ def sass_loops(sass: str) -> list[SassLoop]:
                     spans.append((to, addr))
     loops = []
     for start, end in spans:
-        body = [(a, op) for a, op, _ in insts if start <= a <= end and not op.startswith("NOP")]
         inner = not any(s != (start, end) and start <= s[0] and s[1] <= end for s in spans)
-        ldg = [op for _, op in body if op.startswith("LDG")]
-        loops.append(SassLoop(start, end, len(body), sum(_ldg_bytes(op) for op in ldg), len(ldg),
-                              sum(op.startswith("MUFU") for _, op in body),
-                              sum(op.startswith(("HMMA", "HGMMA", "UTCHMMA", "UTCMMA", "IMMA", "QGMMA")) for _, op in body),
-                              sum(op.startswith(("LDGSTS", "UTMALDG")) for _, op in body), inner,
-                              sum(op.startswith("BAR.SYNC") or op == "BAR" for _, op in body),
-                              sum(_is_shared_op(op) for _, op in body), _load_waves([op for _, op in body])))
+        loops.append(_span(insts, start, end, inner))
     return sorted(loops, key=lambda lp: (not lp.inner, lp.start))
+
+
+def straight_line(sass: str) -> SassLoop | None:
+    """The whole listing as one trip, for a kernel with no loop at all (its source loop was a
+    tl.static_range, or ptxas unrolled it fully): what one CTA's threads run once. None when the
+    listing is empty or has a loop."""
+    insts = instructions(sass)
+    if not insts or sass_loops(sass):
+        return None
+    return _span(insts, insts[0][0], insts[-1][0], True)
+
+
+def _span(insts: list[tuple[int, str, str]], start: int, end: int, inner: bool) -> SassLoop:
+    """The counts of the instructions from address `start` to `end` (NOPs left out)."""
+    body = [op for a, op, _ in insts if start <= a <= end and not op.startswith("NOP")]
+    ldg = [op for op in body if op.startswith("LDG")]
+    return SassLoop(start, end, len(body), sum(_ldg_bytes(op) for op in ldg), len(ldg),
+                    sum(op.startswith("MUFU") for op in body),
+                    sum(op.startswith(("HMMA", "HGMMA", "UTCHMMA", "UTCMMA", "IMMA", "QGMMA")) for op in body),
+                    sum(op.startswith(("LDGSTS", "UTMALDG")) for op in body), inner,
+                    sum(op.startswith("BAR.SYNC") or op == "BAR" for op in body),
+                    sum(_is_shared_op(op) for op in body), _load_waves(body))
 
 
 def _load_waves(ops: list[str]) -> int:

@@ -390,3 +390,51 @@ def test_a_pass_that_loads_back_what_an_earlier_pass_stored_is_a_reread():
     assert rep.loops[0].stores == (("R", 256),)
     assert [[ld.root for ld in lp.loads] for lp in rep.loops] == [["X"], ["R"]]
     assert rep.passes() == P.Passes(count=2, first_bytes=256, again_bytes=256, thread_bytes=(8.0, 8.0))
+
+
+# A kernel whose 4-step source loop was a tl.static_range: no backward branch, two runs of loads (the
+# index loads, then the gathered rows after a store), and the exit trap.
+UNROLLED_SASS = """
+        /*0000*/                   LDC R1, c[0x0][0x28] ;                   /* 0x00000a00ff017b82 */
+        /*0010*/                   LDG.E R2, desc[UR4][R2.64] ;             /* 0x0000000402027981 */
+        /*0020*/                   LDG.E R3, desc[UR4][R4.64] ;             /* 0x0000000402027981 */
+        /*0030*/                   STG.E desc[UR4][R6.64], R3 ;             /* 0x0000000402027981 */
+        /*0040*/                   LDG.E.128 R8, desc[UR4][R2.64] ;         /* 0x0000000402027981 */
+        /*0050*/                   LDG.E.128 R12, desc[UR4][R3.64] ;        /* 0x0000000402027981 */
+        /*0060*/                   MUFU.RCP R5, R5 ;                        /* 0x0000000402027981 */
+        /*0070*/                   FADD R5, R8, R12 ;                       /* 0x0000000402027981 */
+        /*0080*/                   NOP ;                                    /* 0x0000000000007918 */
+        /*0090*/                   EXIT ;                                   /* 0x000000000000794d */
+        /*00a0*/                   BRA 0xa0;                                /* 0xfffffffc00fc7947 */
+"""
+
+
+def test_an_unrolled_loop_is_the_whole_listing_spread_over_its_iterations():
+    from types import SimpleNamespace
+
+    assert S.sass_loops(UNROLLED_SASS) == []
+    body = S.straight_line(UNROLLED_SASS)
+    # 11 instructions, the NOP left out: 10 (the exit trap's BRA is counted like any instruction)
+    assert body.instructions == 10 and body.global_loads == 4 and body.mufu == 1
+    assert body.global_load_bytes == 4 + 4 + 16 + 16 and body.load_waves == 2
+    assert S.straight_line(LISTING) is None                       # it has a loop
+    result = SimpleNamespace(sass=UNROLLED_SASS)
+    # 4 iterations: (10 + 7 MUFU slots) / 4 issue slots each; 2 waits (two runs of loads) over 4 -> 0.5
+    assert R.unrolled_body(result, 4, regs=64) == pytest.approx((17 / 4, 0.5))
+    # 40 B = 10 words per thread into 4 registers: 2.5 register-files of loads outnumber the 2 runs
+    assert R.unrolled_body(result, 4, regs=4) == pytest.approx((17 / 4, 2.5 / 4))
+    # 1 iteration, or a listing with a loop: not an unrolled body
+    assert R.unrolled_body(result, 1, regs=64) is None
+    assert R.unrolled_body(SimpleNamespace(sass=LISTING), 4, regs=64) is None
+
+
+def test_one_byte_dot_operands_run_at_twice_the_fp16_tensor_rate():
+    from occmodel import pipeline as P
+
+    def dot(nbytes):
+        return P.LoopDot("ttng.warp_group_dot", 128, 128, 64, nbytes, nbytes, 3, (4, 1), 128, False)
+
+    assert dot(2).flops == 2 * 128 * 128 * 64
+    assert dot(1).fp16_flops == dot(2).flops / 2        # fp8 / int8: 1,979 vs 989 TFLOP/s dense (H100 SXM)
+    assert dot(4).fp16_flops == dot(2).flops * 2        # tf32: 495
+    assert dot(2).fp16_flops == dot(2).flops
