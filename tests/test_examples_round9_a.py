@@ -41,8 +41,6 @@ KERNEL = "conv2d_nhwc"
 TOL = {"bf16": 1.5e-2, "fp16": 2e-3}
 
 # the GPU study's sweep (72 configs x the 3 POINTS); the integrator moves it into the study's registry
-SWEEP_AXES = {"BLOCK_M": [64, 128, 256], "BLOCK_N": [64, 128], "BLOCK_K": [32, 64], "num_warps": [4, 8],
-              "num_stages": [2, 3, 4]}
 
 
 def _cfg(bm, bn, bk, w, s):
@@ -157,6 +155,7 @@ def test_sweep_fits_the_points():
     the 6 configs of BLOCK_M 256 x BLOCK_N 128 at 4 warps spill, 128-182 words a thread: their
     fp32 accumulator alone is 256 registers a thread.)"""
     mod = load_example(KERNEL)
+    SWEEP_AXES = H.study_sweeps([KERNEL], "held-out-9")[KERNEL][2]     # the study's sweep (scripts/rank_study.py SWEEPS)
     assert set(SWEEP_AXES) == set(mod.TUNABLES) and all(len(v) >= 2 for v in SWEEP_AXES.values())
     cfgs = [dict(zip(SWEEP_AXES, v)) for v in itertools.product(*SWEEP_AXES.values())]
     assert len(cfgs) == 72 and mod.BASELINE in cfgs

@@ -82,13 +82,6 @@ COMPILE_CFGS: dict[str, list[dict]] = {
 
 # the GPU study's sweep: 4 x 3 x 3 x 2 = 72 configs. num_stages has one value: there is no
 # dot and Triton does not pipeline these loads (1, 2 and 3 give the same cubin, checked below).
-SWEEP_AXES = {
-    "BLOCK_L": [8, 16, 32, 64],
-    "BLOCK_D": [64, 128, 256],
-    "SEGS": [1, 2, 4],
-    "num_warps": [4, 8],
-    "num_stages": [1],
-}
 
 
 def _prepare(name: str, point: dict, inputs: dict) -> None:
@@ -188,6 +181,7 @@ def test_sweep_fits_the_points():
     swept over >= 2 values; at every POINT each config is valid, its example_args are the
     point's bytes and it fills the GPU with >= 132 CTAs."""
     mod = load_example(KERNEL)
+    SWEEP_AXES = H.study_sweeps([KERNEL], "held-out-9")[KERNEL][2]     # the study's sweep (scripts/rank_study.py SWEEPS)
     assert set(SWEEP_AXES) == set(mod.TUNABLES)
     assert all(len(v) >= 2 for k, v in SWEEP_AXES.items() if k != "num_stages") and SWEEP_AXES["num_stages"] == [1]
     cfgs = [dict(zip(SWEEP_AXES, v)) for v in itertools.product(*SWEEP_AXES.values())]

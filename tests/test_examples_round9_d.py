@@ -44,8 +44,6 @@ TOL = {"fp32": 1e-5, "bf16": 1e-5, "fp16": 1e-5}
 
 # the GPU study's sweep (moved into the study's registry when merged): 4 x 4 x 3 = 48 configs;
 # num_stages one value (no dot, the loads are not pipelined: it changes nothing in the cubin)
-SWEEP_AXES = {"BLOCK_T": [1, 2, 4, 8], "BLOCK_D": [256, 512, 1024, 2048], "num_warps": [2, 4, 8],
-              "num_stages": [1]}
 
 
 def _cfg(bt, bd, w, s=1):
@@ -153,6 +151,7 @@ def test_sweep_fits_the_points():
     every config valid at every POINT, with >= 1 element a thread (no replicated atomics: a
     tile of at least 32 * num_warps elements) and >= 132 CTAs (a full H200)."""
     mod = load_example(KERNEL)
+    SWEEP_AXES = H.study_sweeps([KERNEL], "held-out-9")[KERNEL][2]     # the study's sweep (scripts/rank_study.py SWEEPS)
     assert list(SWEEP_AXES) == list(mod.TUNABLES)
     assert all(len(v) >= 2 for k, v in SWEEP_AXES.items() if k != "num_stages") and SWEEP_AXES["num_stages"] == [1]
     cfgs = [dict(zip(SWEEP_AXES, v)) for v in itertools.product(*SWEEP_AXES.values())]
