@@ -267,7 +267,14 @@ def measure_point(kernel, cfgs: list[dict], skip: list[str], point: dict, sample
     rng = random.Random(seed)
     full = [full_config(kernel, c) for c in cfgs]
     sets = gpu.input_sets(kernel, full[0], point, l2, seed=100)
-    ref = kernel.reference(sets[0]).float() if kernel.has_reference() else None
+
+    def fresh() -> dict:
+        """The first input set as make_inputs builds it, untouched: a kernel that accumulates into an
+        argument (embedding_bwd's grad_weight) changes sets[0] with every launch, so each check runs
+        on its own fresh copy, never on what earlier configs' checks and timings left behind."""
+        return kernel.make_inputs(full[0], point, device="cuda", seed=100)
+
+    ref = kernel.reference(fresh()).float() if kernel.has_reference() else None
     times: list[list[float]] = [[] for _ in cfgs]
     errors = list(skip)
     checks: list[dict | None] = [None] * len(cfgs)
@@ -278,7 +285,7 @@ def measure_point(kernel, cfgs: list[dict], skip: list[str], point: dict, sample
         for i in order[g:g + group]:
             try:
                 if ref is not None:
-                    checks[i] = _check(kernel, full[i], sets[0], ref)
+                    checks[i] = _check(kernel, full[i], fresh(), ref)
                 benches[i] = gpu.Bench(lambda s, cfg=full[i]: kernel.launch(s, cfg), sets, flush_bytes=2 * l2)
                 benches[i].sample()                                  # re-warm after capture
             except Exception as exc:  # noqa: BLE001 - one config never stops the sweep
