@@ -110,6 +110,20 @@ class BareKernel(KernelCard):
     def constexprs(self, cfg: Config) -> dict[str, Any]:
         return self._spec(cfg)[1]
 
+    def at_point(self, point: Mapping[str, Any]) -> "BareKernel":
+        """This kernel as its launcher specializes it at `point`: the launcher's example_args (or the
+        --args function) called there, and the constexprs taken from those arguments read there (a
+        point's dtype or head size changes the cubin). Itself when the launch types do not come from
+        a point (--signature, or no launcher)."""
+        if self.fixed_signature is not None or self.launcher is None:
+            return self
+        if self.args_fn is None and self.launcher.example_args is None:
+            return self
+        import dataclasses
+        rest = tuple(p for p in self.default_points if dict(p) != dict(point))
+        launcher = dataclasses.replace(self.launcher, points=(dict(point), *rest))
+        return bare_kernel(self.fn, args=self.args_fn, launcher=launcher, name=self.name)
+
     def specialization_source(self) -> str:
         if self.fixed_signature is not None:
             return "--signature as given"

@@ -200,3 +200,82 @@ def test_table_derives_the_configs_it_does_not_compile(env):
     cfgs = [k.resolve({"BM": r["BM"], "BN": r["BN"], "num_stages": r["num_stages"]}) for r in derived]
     truth = E.compiled(k, load_spec("sm_90"), cfgs, progress=False)
     assert [r["shared"] for r in derived] == [ev.shared for ev in truth]
+
+
+DTYPES_LAUNCHER = '''
+import sys
+sys.path.insert(0, {folder!r})
+POINTS = [{{"M": 512, "N": 512, "K": 512, "dtype": "fp16"}}, {{"M": 512, "N": 512, "K": 512, "dtype": "fp32"}}]
+BASELINE = {{"BM": 64, "BN": 64, "BK": 32, "num_warps": 4, "num_stages": 3}}
+
+
+def _dt(point):
+    import torch
+    return {{"fp16": torch.float16, "fp32": torch.float32}}[point["dtype"]]
+
+
+def make_inputs(point, seed=0, device="cuda"):
+    import torch
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    return {{"a": torch.randn(point["M"], point["K"], generator=g).to(device=device, dtype=_dt(point)),
+            "b": torch.randn(point["K"], point["N"], generator=g).to(device=device, dtype=_dt(point))}}
+
+
+def launch(inputs, cfg):
+    import torch
+    import triton
+    from mm import mm_kernel
+    a, b = inputs["a"], inputs["b"]
+    (M, K), N = a.shape, b.shape[1]
+    c = torch.empty((M, N), device=a.device, dtype=torch.float16)
+    mm_kernel[(triton.cdiv(M, cfg["BM"]), triton.cdiv(N, cfg["BN"]))](a, b, c, M, N, K, a.stride(0), b.stride(0),
+                                                                      c.stride(0), **cfg)
+    return c
+
+
+def grid(cfg, point):
+    return -(-point["M"] // cfg["BM"]) * -(-point["N"] // cfg["BN"])
+
+
+def loop_iterations(cfg, point):
+    return -(-point["K"] // cfg["BK"])
+
+
+def bytes_moved(point):
+    e = 2 if point["dtype"] == "fp16" else 4
+    return e * (point["M"] + point["N"]) * point["K"] + 2 * point["M"] * point["N"]
+
+
+def flops(point):
+    return 2 * point["M"] * point["N"] * point["K"]
+
+
+def example_args(cfg, point):
+    import torch
+    M, N, K = point["M"], point["N"], point["K"]
+    a = torch.empty((M, K), dtype=_dt(point), device="meta")
+    b = torch.empty((K, N), dtype=_dt(point), device="meta")
+    c = torch.empty((M, N), dtype=torch.float16, device="meta")
+    return (a, b, c, M, N, K, a.stride(0), b.stride(0), c.stride(0))
+'''
+
+
+def test_each_point_is_compiled_as_the_launcher_launches_it_there(env, tmp_path):
+    """A launcher whose points differ in dtype: the fp32 point is compiled with fp32 pointers (its
+    example_args there), not as the first point's fp16 kernel -- its pipelined tile is twice the bytes."""
+    launcher = tmp_path / "mm_dtypes.py"
+    launcher.write_text(DTYPES_LAUNCHER.format(folder=str(HERE / "user_kernel")))
+    k = load_source(KERNEL, launcher=str(launcher))
+    cfg = k.resolve()
+    fp16, fp32 = k.default_points
+    assert k.signature(cfg)["A"] == "*fp16:16" and k.at_point(fp16).signature(cfg)["A"] == "*fp16:16"
+    assert k.at_point(fp32).signature(cfg)["A"] == "*fp32:16"
+    assert load_source(KERNEL, signature=SIG).at_point(fp32).signature(cfg)["A"] == "*fp16:16"   # --signature wins
+    r = doc(env, "rank", "--kernel", KERNEL, "--launcher", launcher, "--spec", "sm_90", "--compiled")
+    (e16, e32), = r["estimates"][:1]
+    assert any("2 distinct specializations over 2 points" in a for a in r["assumptions"])
+    # the fp32 point's estimate is the one a launcher holding only that point gives
+    alone = tmp_path / "mm_fp32.py"
+    alone.write_text(launcher.read_text().replace('POINTS = [{"M": 512, "N": 512, "K": 512, "dtype": "fp16"}, ', "POINTS = ["))
+    (only32,), = doc(env, "rank", "--kernel", KERNEL, "--launcher", alone, "--spec", "sm_90", "--compiled")["estimates"][:1]
+    assert e32 == only32 and e32["tile_per_iter"] > e16["tile_per_iter"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from . import SUMMARY
 
 import argparse
+import json
 import math
 from types import SimpleNamespace
 
@@ -29,8 +30,10 @@ def add_parser(subs, common) -> None:
                     "warps' instructions, one per 3 cycles at best), (b) their share of DRAM bandwidth (plus what "
                     "a later pass's re-read of the same data misses in L2), (c) of L2 bandwidth, (d) of "
                     "shared-memory bandwidth for the dot operands every warp re-reads (from the TTGIR's warp "
-                    "layouts: needs --compiled), (e) of the tensor cores, (f) of instruction issue (the compiled SASS "
-                    "main loop's instructions over 4 schedulers, each needing 3 warps to issue every cycle), (g) of "
+                    "layouts: needs --compiled), (e) of the tensor cores (fp8 / int8 dots at twice the fp16 rate, tf32 "
+                    "at half), (f) of instruction issue (the compiled SASS "
+                    "main loop's instructions over 4 schedulers, each needing 3 warps to issue every cycle; a loop "
+                    "unrolled away, e.g. a tl.static_range, is the whole listing spread over its iterations), (g) of "
                     "the shared-memory pipe for a cross-warp exchange in the loop "
                     "(a reduction or layout conversion behind a block-wide barrier), combined as a smooth maximum "
                     "((sum of t^4)^(1/4)); then waves of CTAs (grid vs SMs x "
@@ -64,6 +67,32 @@ def _split(card, args) -> tuple[list[dict], SimpleNamespace]:
     return points, SimpleNamespace(**{**vars(args), "defines": card_defines})
 
 
+def _estimates(card, spec, cal, cfgs, points, args) -> tuple[list[list], bool, int]:
+    """(estimates[i][j], compiled?, how many points needed their own compile). A bare kernel whose
+    launch types come from its launcher is compiled as launched at each point (the point's dtype or
+    shapes can change the signature and the constexprs taken from the example arguments); points
+    that specialize alike share one set of compiles."""
+    explicit = {name for name, _ in args.defines} | set(args.baseline or {})
+    groups: dict[str, tuple] = {}
+    at: list[tuple] = []
+    for pt in points:
+        kp = card.at_point(pt) if hasattr(card, "at_point") else card
+        cfgs_p = cfgs if kp is card else [
+            {**cfg, **{n: kp.param(n).default for n in getattr(kp, "from_example", ()) if n not in explicit}}
+            for cfg in cfgs]
+        key = json.dumps([[kp.signature(c), kp.constexprs(c)] for c in cfgs_p], sort_keys=True, default=str) \
+            if kp is not card else ""
+        if key not in groups:
+            groups[key] = (kp, cfgs_p, E.gather(kp, spec, cfgs_p, compile=True if args.compiled else None))
+        at.append(groups[key])
+    est = [[None] * len(points) for _ in cfgs]
+    for j, (kp, cfgs_p, evs) in enumerate(at):
+        col = R.estimate_many(kp, spec, cal, cfgs_p, [points[j]], evs, args.product)
+        for i in range(len(cfgs)):
+            est[i][j] = col[i][0]
+    return est, at[0][2][0].source == E.COMPILED, len(groups)
+
+
 def _label(pt: dict, varying: list[str]) -> str:
     return ",".join(f"{k}={pt[k]}" for k in varying) or ",".join(f"{k}={v}" for k, v in pt.items())
 
@@ -89,9 +118,7 @@ def run(args) -> Report:
         raise ConfigError(f"no valid config in the sweep; first problem: {skipped[0][1]}" if skipped else "empty sweep")
     _configs.drop_configs(args, skipped)
     cal = C.resolve(spec, args.calibration, args.product)
-    evs = E.gather(card, spec, cfgs, compile=True if args.compiled else None)
-    compiled = evs[0].source == E.COMPILED
-    est = R.estimate_many(card, spec, cal, cfgs, points, evs, args.product)
+    est, compiled, respecialized = _estimates(card, spec, cal, cfgs, points, args)
     varying = [k for k in points[0] if len({p[k] for p in points}) > 1]
     labels = [_label(p, varying) for p in points]
     score = R.aggregate_rank([[e.total_s for e in row] for row in est])
@@ -180,6 +207,8 @@ def run(args) -> Report:
                    f"{spec.product(args.product).l2_mb:g} MiB ({spec.product(args.product).name}, datasheet: where a "
                    "later pass's re-read stops hitting)",
                    f"resources from {src}",
+                   *([f"specialization: each point compiled as the launcher launches it there ({respecialized} "
+                      f"distinct specializations over {len(points)} points)"] if respecialized > 1 else []),
                    "the estimate ranks configs; it is not a time to quote (see rank.py for the formula)"]
     return Report("rank", sections, assumptions,
                   extra={"spec": spec.name, "kernel": card.name, "points": points,
