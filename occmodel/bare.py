@@ -156,6 +156,14 @@ class BareKernel(KernelCard):
         f = self._hook("flops")
         return None if f is None else int(f(point))
 
+    def secondary_kernels(self, cfg, point):
+        """The launcher's further kernels of one launch (a split-K reduction, a merge), each a dict of
+        card.Secondary's fields; [] without the hook."""
+        f = self._hook("secondary_kernels")
+        if f is None:
+            return []
+        return [_secondary(self.name, x) for x in (f(cfg, point) or [])]
+
     def has_launcher(self) -> bool:
         return self.launcher is not None
 
@@ -182,6 +190,28 @@ class BareKernel(KernelCard):
 
     def has_torch_baseline(self) -> bool:
         return self._hook("torch_baseline") is not None
+
+
+def _secondary(kernel: str, spec: Any) -> Any:
+    """A card.Secondary from one entry of a launcher's secondary_kernels; KernelError naming a bad key or value."""
+    import dataclasses
+    from .card import Secondary
+    names = [f.name for f in dataclasses.fields(Secondary)]
+    if not isinstance(spec, Mapping):
+        raise KernelError(f"launcher of {kernel}: secondary_kernels must return dicts with keys {', '.join(names)}; "
+                          f"got a {type(spec).__name__}")
+    unknown = [k for k in spec if k not in names]
+    missing = [k for k in ("name", "grid", "iterations", "tile_bytes") if k not in spec]
+    if unknown or missing:
+        raise KernelError(f"launcher of {kernel}: secondary kernel {spec.get('name', '?')!r} "
+                          + (f"has unknown key {unknown[0]!r}" if unknown else f"lacks {', '.join(missing)}")
+                          + f"; allowed: {', '.join(names)}")
+    bad = [k for k in names[1:] if k in spec and (not isinstance(spec[k], int) or isinstance(spec[k], bool)
+                                                  or spec[k] < (1 if k in ("grid", "iterations", "blocks_per_sm") else 0))]
+    if bad:
+        raise KernelError(f"launcher of {kernel}: secondary kernel {spec['name']!r} {bad[0]}={spec[bad[0]]!r}; "
+                          f"allowed: an int >= {1 if bad[0] in ('grid', 'iterations', 'blocks_per_sm') else 0}")
+    return Secondary(**{k: spec[k] for k in names if k in spec})
 
 
 # ------------------------------------------------------------ building one

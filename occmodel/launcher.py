@@ -16,6 +16,9 @@ anywhere)::
     def loop_iterations(cfg, point): ...                  # optional: main-loop iterations per CTA (rank)
     def example_args(cfg, point): ...                     # optional: launch args -> Triton's specialization
     def torch_baseline(inputs): ...                       # optional: a torch version to time beside it
+    def secondary_kernels(cfg, point): ...                # optional: the launch's further kernels, for rank:
+                                                          # [{"name", "grid", "iterations", "tile_bytes",
+                                                          #   "dram_bytes", "ahead", "blocks_per_sm"}, ...]
 
 `cfg` is a dict of the kernel's constexprs plus ``num_warps`` and ``num_stages``.
 ``make_inputs`` may take only ``point``; ``seed`` and ``device`` are passed when it
@@ -33,7 +36,8 @@ from typing import Any, Callable, Mapping
 from .errors import KernelError
 
 REQUIRED = ("make_inputs", "launch")
-OPTIONAL = ("reference", "bytes_moved", "flops", "grid", "loop_iterations", "example_args", "torch_baseline")
+OPTIONAL = ("reference", "bytes_moved", "flops", "grid", "loop_iterations", "example_args", "torch_baseline",
+            "secondary_kernels")
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,7 @@ class Launcher:
     loop_iterations: Callable[[Mapping[str, Any], Mapping[str, Any]], int] | None = None
     example_args: Callable[[Mapping[str, Any], Mapping[str, Any]], Any] | None = None
     torch_baseline: Callable[[dict], Any] | None = None
+    secondary_kernels: Callable[[Mapping[str, Any], Mapping[str, Any]], Any] | None = None
     points: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
     baseline: Mapping[str, Any] | None = None
     name: str = ""

@@ -279,3 +279,36 @@ def test_each_point_is_compiled_as_the_launcher_launches_it_there(env, tmp_path)
     alone.write_text(launcher.read_text().replace('POINTS = [{"M": 512, "N": 512, "K": 512, "dtype": "fp16"}, ', "POINTS = ["))
     (only32,), = doc(env, "rank", "--kernel", KERNEL, "--launcher", alone, "--spec", "sm_90", "--compiled")["estimates"][:1]
     assert e32 == only32 and e32["tile_per_iter"] > e16["tile_per_iter"]
+
+
+def test_a_launchers_secondary_kernels_are_costed_and_bad_ones_named(env, tmp_path):
+    """A launcher that runs a second kernel (here a split-K style reduction of 64 CTAs x 4 iterations
+    over 8 KB just written) declares it; rank adds its time and launch. A wrong key is one line, exit 2."""
+    from occmodel import rank as R
+    from occmodel.spec import load_spec
+    from occmodel.calibrate import resolve
+
+    src = (HERE / "user_kernel" / "mm.py").read_text()
+    plain = tmp_path / "mm_plain.py"
+    plain.write_text(src)
+    (tmp_path / "tiles.py").write_text((HERE / "user_kernel" / "tiles.py").read_text())
+    two = tmp_path / "mm_two.py"
+    two.write_text(src + '\n\ndef secondary_kernels(cfg, point):\n'
+                   '    return [{"name": "reduce", "grid": 64, "iterations": 4, "tile_bytes": 8192}]\n')
+    spec = load_spec("sm_90")
+    cal = resolve(spec, None, None)
+    k1, k2 = load_source(f"{plain}:mm_kernel", launcher=str(plain)), load_source(f"{two}:mm_kernel", launcher=str(two))
+    cfg, pt = k1.resolve(), k1.default_points[0]
+    (x,) = k2.secondary_kernels(cfg, pt)
+    assert (x.name, x.grid, x.iterations, x.tile_bytes, x.dram_bytes, x.ahead, x.blocks_per_sm) == ("reduce", 64, 4, 8192, 0, 0, 8)
+    res = R.Resources(blocks_per_sm=4, threads=128, tile_bytes=8192, ahead=1, n_spills=0, source="model")
+    e1 = R.estimate(k1, cal, cfg, pt, res, R.peak_flops(spec))
+    e2 = R.estimate(k2, cal, cfg, pt, res, R.peak_flops(spec))
+    # one wave of 64 CTAs x 4 unpipelined iterations, each waiting the L2 latency (dram_bytes 0: just written)
+    assert e1.secondary_s == 0 and e2.secondary_s >= 4 * cal.l2_latency_ns * 1e-9
+    assert e2.total_s == pytest.approx(e1.total_s + e2.secondary_s + cal.launch_us * 1e-6)
+    bad = tmp_path / "mm_bad.py"
+    bad.write_text(src + '\n\ndef secondary_kernels(cfg, point):\n'
+                   '    return [{"name": "reduce", "grid": 64, "iterations": 4, "tile_bytes": 8192, "ctas": 3}]\n')
+    p = occ(env, "rank", "--kernel", f"{bad}:mm_kernel", "--launcher", bad, "--spec", "sm_90", "--stages", "2", rc=2)
+    assert "unknown key 'ctas'" in p.stderr and "allowed: name, grid" in p.stderr and len(p.stderr.strip().splitlines()) == 1
