@@ -392,3 +392,12 @@ def merge_example_args(cfg, point) -> dict:
     pf, pi = _buffers(M, cfg["SPLIT_V"], has_target, meta)
     stats, arg = _buffers(M, 1, has_target, meta)
     return _merge_kernel_args(pf, pi, logits, temperature, targets, stats, arg, cfg)
+
+
+def secondary_kernels(cfg, point) -> list[dict]:
+    """The merge (run when SPLIT_V > 1), for rank: one CTA per MERGE_ROWS rows, one step that reads
+    its rows' SPLIT_V partials (max, sum and argmax: 16 B a split) just written, so from L2."""
+    if cfg["SPLIT_V"] < 2:
+        return []
+    return [{"name": "_merge_kernel", "grid": -(-point["M"] // MERGE_ROWS), "iterations": 1,
+             "tile_bytes": MERGE_ROWS * cfg["SPLIT_V"] * 16, "blocks_per_sm": 8}]
