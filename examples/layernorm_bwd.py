@@ -341,3 +341,14 @@ def example_args(cfg, point) -> dict:
     dw = torch.empty((N,), dtype=torch.float32, device="meta")
     db = torch.empty((N,), dtype=torch.float32, device="meta")
     return _kernel_args(x, dy, w, mean, rstd, dx, dw, db, N, cfg)
+
+
+
+def secondary_kernels(cfg, point) -> list[dict]:
+    """`_reduce_kernel`, for rank: one CTA per REDUCE_BLOCK_N columns walking the P partial rows
+    REDUCE_BLOCK_P at a time (dw and db: 2 x 4 B a value), each step a read of what `_kernel` just
+    wrote (dram_bytes 0: rank waits the L2 latency per step). Like bytes_moved, it leaves out the
+    workspace's DRAM round trip when the workspace outgrows the L2."""
+    P, N = triton.cdiv(point["M"], cfg["ROWS_PER_CTA"]), point["N"]
+    return [{"name": "_reduce_kernel", "grid": triton.cdiv(N, REDUCE_BLOCK_N), "iterations": triton.cdiv(P, REDUCE_BLOCK_P),
+             "tile_bytes": 2 * 4 * REDUCE_BLOCK_P * REDUCE_BLOCK_N, "dram_bytes": 0, "blocks_per_sm": 8}]
