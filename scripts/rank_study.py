@@ -565,6 +565,62 @@ def cmd_evaluate(args) -> int:
     return 0
 
 
+def cmd_figure(args) -> int:
+    """One PNG per `evaluate` file: a panel per (kernel, point), every config a dot at (measured / the
+    point's best measured, estimate / the point's best estimate) on log axes, the measured best ringed
+    and the estimate's #1 marked; each panel's title gives the file's Spearman and #1 / best for the
+    calibration (its estimates are rounded to 0.01 us, so a recomputation can differ in ties)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from occmodel import rank as R
+    doc = read_json(args.evaluated)
+    cases = []
+    for k in doc.get("kernels", []):
+        for j, pp in enumerate(k["per_point"]):
+            rows = [(c["measured_us"][j], c["estimates_us"].get(args.calibration, [None] * (j + 1))[j])
+                    for c in k["configs"]]
+            rows = [(m, e) for m, e in rows if m and e]
+            if len(rows) >= 2:
+                cases.append((k["kernel"], j, pp["by_calibration"].get(args.calibration, {}), rows))
+    if not cases:
+        raise InputError(f"{args.evaluated}: no (kernel, point) with calibration {args.calibration!r} and >= 2 timed "
+                         "configs; calibrations there: " + ", ".join(sorted({c for k in doc.get('kernels', [])
+                                                                             for c in k['per_point'][0]['by_calibration']})))
+    cols = 3
+    nrows = -(-len(cases) // cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(4.2 * cols, 3.6 * nrows), squeeze=False)
+    from matplotlib.ticker import FormatStrFormatter, LogLocator, NullLocator
+    for ax, (name, j, m, rows) in zip(axes.flat, cases):
+        meas, est = [m for m, _ in rows], [e for _, e in rows]
+        bm, be = min(meas), min(est)
+        x, y = [m / bm for m in meas], [e / be for e in est]
+        ax.scatter(x, y, s=12, alpha=0.7)
+        ib, ie = meas.index(bm), est.index(be)
+        ax.scatter([x[ib]], [y[ib]], s=90, facecolors="none", edgecolors="green", label="measured best")
+        ax.scatter([x[ie]], [y[ie]], s=60, marker="x", color="red", label="estimate's #1")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        for axis, vals in ((ax.xaxis, x), (ax.yaxis, y)):
+            subs = (1.0, 1.5, 2.0, 3.0, 5.0) if max(vals) > 2 else (1.0, 1.05, 1.1, 1.25, 1.5)
+            axis.set_major_locator(LogLocator(base=10, subs=subs))
+            axis.set_major_formatter(FormatStrFormatter("%.3g"))
+            axis.set_minor_locator(NullLocator())
+        rho, top1 = m.get("spearman", R.spearman(meas, est)), m.get("top1_vs_best", meas[ie] / bm)
+        ax.set_title(f"{name} point {j + 1}: rho {rho:.2f}, #1/best {top1:.2f}", fontsize=9)
+        ax.set_xlabel("measured / best measured", fontsize=8)
+        ax.set_ylabel("estimate / best estimate", fontsize=8)
+    for ax in list(axes.flat)[len(cases):]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=7, loc="upper left")
+    fig.suptitle(f"{doc.get('title', args.evaluated)} -- H200 timings vs rank estimates ({args.calibration})", fontsize=10)
+    fig.tight_layout()
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(args.out, dpi=80)
+    print(f"wrote {args.out} ({len(cases)} panels)")
+    return 0
+
+
 def cmd_rerun(args) -> int:
     """Two `measure` files of the same sweeps (separate machine starts): how well the GPU agrees with
     itself (the ceiling for any model) and how the calibrations moved."""
@@ -624,6 +680,11 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--product", default="H200", help="the spec product for datasheet figures")
     e.add_argument("--any-triton", action="store_true", help="compile with this triton even if the GPU ran another")
     e.set_defaults(run=cmd_evaluate)
+    f = sub.add_parser("figure", help="plot an `evaluate` file: measured vs estimated, a panel per (kernel, point)")
+    f.add_argument("evaluated", help="an `evaluate` JSON file")
+    f.add_argument("--out", required=True, help="the PNG to write")
+    f.add_argument("--calibration", default="measured 1", help="which calibration's estimates (default: measured 1)")
+    f.set_defaults(run=cmd_figure)
     rr = sub.add_parser("rerun", help="two `measure` files of the same sweeps: the GPU against itself")
     rr.add_argument("first")
     rr.add_argument("second")

@@ -277,3 +277,23 @@ def test_study_bad_files_are_one_line_exit_2(tmp_path):
         proc = subprocess.run([sys.executable, script, *argv], capture_output=True, text=True, timeout=300)
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
         assert "json" in proc.stderr.lower()
+
+
+def test_study_figure_draws_a_panel_per_case_and_names_a_missing_calibration(tmp_path, capsys):
+    m = _study_module()
+    cal = {"n": 3, "spearman": 0.5, "top1_vs_best": 1.5}
+    doc = {"title": "t", "kernels": [{"kernel": "k", "per_point": [{"point": {"M": 1}, "by_calibration": {"measured 1": cal}},
+                                                                   {"point": {"M": 2}, "by_calibration": {"measured 1": cal}}],
+                                      "configs": [{"measured_us": [1.0, 2.0], "estimates_us": {"measured 1": [2.0, 1.0]}},
+                                                  {"measured_us": [1.5, 1.0], "estimates_us": {"measured 1": [1.0, 3.0]}},
+                                                  {"measured_us": [3.0, None], "estimates_us": {"measured 1": [4.0, 2.0]}}]}]}
+    src = tmp_path / "eval.json"
+    src.write_text(json.dumps(doc))
+    out = tmp_path / "fig.png"
+    assert m.main(["figure", str(src), "--out", str(out)]) == 0
+    assert "(2 panels)" in capsys.readouterr().out        # point 2 keeps its 2 timed configs of 3
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 5000
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "rank_study.py"), "figure", str(src), "--out",
+                           str(out), "--calibration", "datasheet"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "calibration 'datasheet'" in proc.stderr and "measured 1" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
