@@ -124,6 +124,7 @@ class KernelCard:
     reference                    None (no check)           "timed without a correctness check"
     torch_baseline               None                      no torch comparison row
     secondary_kernels            []                        rank costs the main kernel only
+    at_point                     itself                    every point shares one compile
     loop_tile_bytes              None                      rank uses the TTGIR's pipelined slots
     work_units                   1.0 per launch            throughput in launches/s
     ===========================  ========================  ==========================================
@@ -238,6 +239,11 @@ class KernelCard:
     def secondary_kernels(self, cfg: Config, point: Mapping[str, Any]) -> list[Secondary]:
         """Further kernels of the same launch that rank should cost (default: none)."""
         return []
+
+    def at_point(self, point: Mapping[str, Any]) -> "KernelCard":
+        """This kernel as it is compiled for `point` (default: itself -- a card's signature does not
+        depend on the point; a bare kernel's launcher may, see BareKernel.at_point)."""
+        return self
 
     def loop_tile_bytes(self, cfg: Config) -> int | None:
         """Bytes one CTA loads per main-loop iteration (None: from the TTGIR or the bytes moved)."""

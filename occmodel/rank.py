@@ -280,11 +280,13 @@ def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any
     u, issue, barriers, exchange = _sass_loop(getattr(ev, "result", None), threads, rep)
     plain = sum(ld.slot_bytes for ld in rep.main.loads if not ld.pipelined) if rep is not None and rep.main else 0
     passes = rep.passes() if rep is not None else None
-    batches = load_batches(plain, threads, ev.regs)
-    hoist = hoisting(getattr(ev, "result", None), passes) if passes and not ahead else 1.0
-    flat = unrolled_body(getattr(ev, "result", None), workload(kernel, cfg, point)[1], ev.regs) if not issue else None
+    flat = unrolled_body(getattr(ev, "result", None), kernel.loop_iterations(cfg, point) or 1, ev.regs) \
+        if not issue else None
     if flat is not None:
         issue, hoist, batches = flat[0], flat[1], 1.0
+    else:
+        batches = load_batches(plain, threads, ev.regs)
+        hoist = hoisting(getattr(ev, "result", None), passes) if passes and not ahead else 1.0
     return Resources(blocks, threads, loop_tile_bytes(kernel, cfg, point, rep), ahead, int(ev.spills or 0), source,
                      reads, flops, u, issue, barriers, exchange, batches,
                      max(1, passes.count) if passes else 1, passes.first_bytes if passes else 0,

@@ -375,15 +375,12 @@ def cmd_measure(args) -> int:
 def point_kernel(name: str, point: dict):
     """The kernel specialized as it is launched at `point` (a bare kernel's constexprs and
     argument types come from the launcher's example_args at that point)."""
-    import dataclasses
-    from occmodel.launcher import load_launcher
     from occmodel.source import load_source
     entry = SWEEPS[name]
     if "card" in entry:
         return load_source(entry["card"])
     path = str(ROOT / entry["file"])
-    launcher = dataclasses.replace(load_launcher(path), points=(dict(point),))
-    return load_source(f"{path}:_kernel", launcher=launcher)
+    return load_source(f"{path}:_kernel", launcher=path).at_point(point)
 
 
 def measured_entries(doc: dict[str, Any]) -> list[dict[str, Any]]:

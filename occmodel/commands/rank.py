@@ -76,10 +76,9 @@ def _estimates(card, spec, cal, cfgs, points, args) -> tuple[list[list], bool, i
     groups: dict[str, tuple] = {}
     at: list[tuple] = []
     for pt in points:
-        kp = card.at_point(pt) if hasattr(card, "at_point") else card
+        kp = card.at_point(pt)
         cfgs_p = cfgs if kp is card else [
-            {**cfg, **{n: kp.param(n).default for n in getattr(kp, "from_example", ()) if n not in explicit}}
-            for cfg in cfgs]
+            {**cfg, **{n: kp.param(n).default for n in kp.from_example if n not in explicit}} for cfg in cfgs]
         key = json.dumps([[kp.signature(c), kp.constexprs(c)] for c in cfgs_p], sort_keys=True, default=str) \
             if kp is not card else ""
         if key not in groups:
