@@ -147,9 +147,9 @@ def flops(point) -> int:
     return 2 * point["BATCH"] * point["M"] * point["N"] * point["K"]
 
 
-def grid(cfg, point) -> int:
-    """CTAs of one launch: tiles of one matrix x the batch."""
-    return triton.cdiv(point["M"], cfg["BLOCK_M"]) * triton.cdiv(point["N"], cfg["BLOCK_N"]) * point["BATCH"]
+def grid(cfg, point) -> tuple[int, int]:
+    """The launch grid: (tiles of one matrix, the batch)."""
+    return triton.cdiv(point["M"], cfg["BLOCK_M"]) * triton.cdiv(point["N"], cfg["BLOCK_N"]), point["BATCH"]
 
 
 def loop_iterations(cfg, point) -> int:

@@ -214,8 +214,9 @@ def flops(point) -> int:
     return 4 * point["B"] * point["H"] * pairs * point["D"]
 
 
-def grid(cfg, point) -> int:
-    return triton.cdiv(point["S"], cfg["BLOCK_M"]) * point["B"] * point["H"]
+def grid(cfg, point) -> tuple[int, int]:
+    """The launch grid: (query tiles, batch x heads)."""
+    return triton.cdiv(point["S"], cfg["BLOCK_M"]), point["B"] * point["H"]
 
 
 def loop_iterations(cfg, point) -> int:

@@ -210,9 +210,9 @@ def flops(point) -> int:
     return 4 * point["B"] * point["H"] * point["ctx"] * point["D"]
 
 
-def grid(cfg, point) -> int:
-    """One CTA per (kv head, sequence)."""
-    return point["B"] * point["Hkv"]
+def grid(cfg, point) -> tuple[int, int]:
+    """The launch grid: one CTA per (kv head, sequence)."""
+    return point["Hkv"], point["B"]
 
 
 def loop_iterations(cfg, point) -> int:

@@ -182,8 +182,9 @@ def flops(point) -> int:
     return 2 * point["M"] * point["N"] * point["K"]
 
 
-def grid(cfg, point) -> int:
-    return triton.cdiv(point["M"], cfg["BLOCK_M"]) * triton.cdiv(point["N"], cfg["BLOCK_N"]) * cfg["SPLIT_K"]
+def grid(cfg, point) -> tuple[int, int]:
+    """The launch grid of ``_kernel``: (output tiles, SPLIT_K)."""
+    return triton.cdiv(point["M"], cfg["BLOCK_M"]) * triton.cdiv(point["N"], cfg["BLOCK_N"]), cfg["SPLIT_K"]
 
 
 def loop_iterations(cfg, point) -> int:

@@ -20,6 +20,7 @@ What a card states by hand comes, for a bare kernel, from the user's inputs:
 from __future__ import annotations
 
 import inspect
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -141,8 +142,30 @@ class BareKernel(KernelCard):
         return getattr(self.launcher, name, None) if self.launcher is not None else None
 
     def grid(self, cfg, point):
+        dims = self.launch_grid(cfg, point)
+        return None if dims is None else math.prod(dims)
+
+    def launch_grid(self, cfg, point):
+        """The launcher's grid(cfg, point) as a tuple: (CTAs,) from an int, else the launch grid it
+        returned (1-3 ints, x first)."""
         f = self._hook("grid")
-        return None if f is None else int(f(cfg, point))
+        if f is None:
+            return None
+        g = f(cfg, point)
+        dims = [int(x) for x in g] if isinstance(g, (tuple, list)) else [int(g)]
+        if not 1 <= len(dims) <= 3 or min(dims) < 1:
+            raise KernelError(f"launcher of {self.name}: grid(cfg, point) returned {g!r}; allowed: an int >= 1 "
+                              "or a tuple of 1-3 ints >= 1 (the launch grid, x first)")
+        return tuple(dims)
+
+    def scalar_args(self, cfg, point):
+        """The integer arguments of the launch at `point` (the launcher's example_args, or the --args
+        function), by parameter name; None without either."""
+        source = self.args_fn or (self.launcher.example_args if self.launcher is not None else None)
+        if source is None or self.fixed_signature is not None:
+            return None
+        values = _as_mapping(self.fn, _call(source, {**cfg}, [dict(point)]), "the example arguments")
+        return {k: int(v) for k, v in values.items() if isinstance(v, int) and not isinstance(v, bool)}
 
     def loop_iterations(self, cfg, point):
         f = self._hook("loop_iterations")
@@ -347,8 +370,9 @@ def bare_kernel(fn, *, signature: str | Mapping[str, str] | None = None, args: C
     workload = ()
     if points:
         keys = list(dict.fromkeys(k for p in points for k in p))
-        workload = tuple(Param(k, points[0].get(k), "workload parameter (from the launcher's POINTS)",
-                               minimum=-2**63, maximum=2**63 - 1, tunable=False) for k in keys)
+        # any value a point holds (an int, a dtype string, a bool flag), from the command line as constexpr_value reads it
+        workload = tuple(BareParam(k, points[0].get(k), "workload parameter (from the launcher's POINTS)",
+                                   minimum=-2**63, maximum=2**63 - 1, tunable=False) for k in keys)
     baseline = {"num_warps": 4, "num_stages": 3}
     if launcher is not None and launcher.baseline:
         baseline.update(launcher.baseline)

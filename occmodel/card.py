@@ -224,6 +224,16 @@ class KernelCard:
         """CTAs one launch of the main kernel starts (None: unknown)."""
         return None
 
+    def launch_grid(self, cfg: Config, point: Mapping[str, Any]) -> tuple[int, ...] | None:
+        """The main kernel's launch grid as known, x first: (x, y, z), or (CTAs,) when only the count
+        is known (None: unknown)."""
+        g = self.grid(cfg, point)
+        return None if g is None else (int(g),)
+
+    def scalar_args(self, cfg: Config, point: Mapping[str, Any]) -> dict[str, int] | None:
+        """The main kernel's integer launch arguments at `point`, by parameter name (None: unknown)."""
+        return None
+
     def loop_iterations(self, cfg: Config, point: Mapping[str, Any]) -> int | None:
         """Main-loop iterations each CTA runs (what a num_stages pipeline must fill; None: unknown)."""
         return None

@@ -60,6 +60,15 @@ L2: d gains reread_miss(SMs x c x F, L2) x R / n per iteration (F: the bytes of 
 arguments one CTA's first pass loads; R: what its later passes load again), which bytes_moved
 (each tensor once) leaves out.
 
+Operand strips read again in a later wave (tile order): the compiled kernel's program-id arithmetic,
+evaluated for every CTA (occmodel.tile_order), says which strip of each main-loop operand a CTA
+streams (a GEMM's BLOCK_M rows of A over K, BLOCK_N columns of B); replaying the launch in waves of
+SMs x B CTAs, a strip read again in a later wave after the waves in between streamed S bytes of
+distinct strips misses L2 by reread_miss(S, L2) (the re-read ramp above) and d gains those bytes /
+(grid x n) (Estimate.revisit_bytes). GROUP_M=1 on an operand larger than the L2 re-reads it every
+wave; a grouped order keeps a wave's strips inside it. None of this without a compile, the integer
+launch arguments (example_args) and a grid the kernel's program ids can be placed on.
+
     cta(c)  = n x step(c) + L                  the first tile's latency is never hidden (a pipelined
                                                loop's prologue; unpipelined, step(c) already waits it)
     kernel  = (waves - 1) x cta(B) + cta(ceil(tail / SMs))     waves = ceil(grid / (SMs x B))
@@ -154,6 +163,15 @@ def reread_miss(working_set: float, l2_bytes: float) -> float:
     return min(1.0, max(0.0, (working_set - lo) / (hi - lo)))
 
 
+def reread_misses(streamed: Any, l2_bytes: float) -> float:
+    """reread_miss summed over an array of working sets (the tile-order replay's revisits)."""
+    import numpy as np
+    if l2_bytes <= 0 or len(streamed) == 0:
+        return 0.0
+    lo, hi = REREAD_HIT_BELOW * l2_bytes, REREAD_MISS_ABOVE * l2_bytes
+    return float(np.clip((np.asarray(streamed, dtype=float) - lo) / (hi - lo), 0.0, 1.0).sum())
+
+
 def pmax(terms: Mapping[str, float]) -> float:
     """The smooth maximum of the step terms: (sum of t^p)^(1/p), p = OVERLAP_P; inf if any is inf."""
     vals = [v for v in terms.values() if v > 0]
@@ -187,6 +205,7 @@ class Resources:
     reread_again: int = 0    # bytes per iteration the later passes load again (0: no re-read)
     hoist: float = 1.0       # an unpipelined loop's latency waits per iteration (<= 1: ptxas issues several
                              # iterations' loads before the first use; see hoisting)
+    strips: Any = None       # tile_order.Strips: which operand strip each CTA streams (None: not traced)
 
 
 @dataclass(frozen=True)
@@ -229,6 +248,7 @@ class Estimate:
     passes: int = 1                 # loops over the same data (a two-pass kernel: 2)
     reread_miss: float | None = None  # share of a later pass's re-read charged to DRAM (None: no re-read)
     hoist: float = 1.0              # latency waits per unpipelined iteration (< 1: ptxas hoists loads)
+    revisit_bytes: float = 0.0      # DRAM bytes of operand strips read again after they left L2 (tile order)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -290,7 +310,20 @@ def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any
     return Resources(blocks, threads, loop_tile_bytes(kernel, cfg, point, rep), ahead, int(ev.spills or 0), source,
                      reads, flops, u, issue, barriers, exchange, batches,
                      max(1, passes.count) if passes else 1, passes.first_bytes if passes else 0,
-                     passes.again_bytes if passes else 0, hoist)
+                     passes.again_bytes if passes else 0, hoist, operand_strips(kernel, cfg, point, ev, rep))
+
+
+def operand_strips(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any, rep: Any) -> Any:
+    """The main loop's operand strips per CTA in launch order (tile_order.strips) from the compiled
+    TTGIR, the kernel's integer launch arguments and launch grid at `point`; None when any is unknown."""
+    ttgir = getattr(getattr(ev, "result", None), "ttgir", None)
+    if not ttgir or rep is None:
+        return None
+    dims, args = kernel.launch_grid(cfg, point), kernel.scalar_args(cfg, point)
+    if dims is None or args is None:
+        return None
+    from .tile_order import strips
+    return strips(ttgir, rep, args, dims, kernel.loop_iterations(cfg, point) or 1)
 
 
 def unrolled_body(result: Any, n: int, regs: int | None) -> tuple[float, float] | None:
@@ -463,13 +496,18 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
         resident = min(grid, r.sms * B)               # CTAs streaming their rows at once
         miss = reread_miss(resident * res.reread_first * trips, l2_bytes)
         d += miss * res.reread_again / max(1, res.passes)
+    revisit = 0.0
+    if res.strips is not None and B > 0:
+        rv = res.strips.revisits(r.sms * B)
+        revisit = sum(b * reread_misses(st, l2_bytes) for b, st in zip(rv.nbytes, rv.streamed))
+        d += revisit / (grid * n)
     t = float(res.tile_bytes)
     s = float(res.shared_reads)
     f = float(res.dot_flops) if res.dot_flops else flops / (grid * n)
     common = dict(config=dict(cfg), point=point, source=res.source, blocks_per_sm=B, grid=grid, iterations=n,
                   tiles_in_flight=k, dram_per_iter=d, tile_per_iter=t, shared_per_iter=s, flops_per_iter=f,
                   roofline_mem_s=nbytes / r.bw, roofline_comp_s=flops / r.peak, launch_s=launch_s,
-                  passes=res.passes, reread_miss=miss, hoist=res.hoist)
+                  passes=res.passes, reread_miss=miss, hoist=res.hoist, revisit_bytes=revisit)
     if B <= 0:
         inf = math.inf
         return Estimate(fits=False, slots=0, waves=0, tail_ctas=0, latency_step_s=inf, dram_step_s=inf,

@@ -118,7 +118,7 @@ def test_launcher_hooks_agree_with_shapes(kernel):
                 assert kc.shape[0] * p["PAGE"] == p["B"] * p["ctx"]          # the POINTS' ctx fill whole pages
                 assert args["G"] * p["Hkv"] == p["H"] and args["G_P2"] >= max(16, args["G"])
                 assert args["block_table"].shape == (p["B"], triton.cdiv(p["ctx"], p["PAGE"]))
-                assert mod.grid(cfg, p) == p["B"] * p["Hkv"]
+                assert mod.grid(cfg, p) == (p["Hkv"], p["B"])         # the launch grid
                 assert mod.loop_iterations(cfg, p) == triton.cdiv(p["ctx"], cfg["BLOCK_N"])
                 assert mod.flops(p) == 4 * p["B"] * p["H"] * p["ctx"] * p["D"]
 

@@ -143,7 +143,8 @@ def run(args) -> Report:
                  ("tiles_in_flight", "tiles ahead"), ("shared_kb", "smem reads KB/iter"),
                  ("lat_ns", "(a) latency ns"), ("dram_ns", "(b) DRAM ns"), ("l2_ns", "(c) L2 ns"),
                  ("shared_ns", "(d) shared ns"), ("tensor_ns", "(e) tensor ns"), ("issue_ns", "(f) issue ns"), ("exchange_ns", "(g) exchange ns"),
-                 ("barriers", "loop barriers"), ("reread_miss", "re-read L2 miss %"), ("hoist", "latency waits/iter"),
+                 ("barriers", "loop barriers"), ("reread_miss", "re-read L2 miss %"), ("revisit_mb", "tile-order re-read MB"),
+                 ("hoist", "latency waits/iter"),
                  ("waves_us", "main us"),
                  ("tail_us", "tail wave us"), ("secondary_us", "secondary us"), ("spill_us", "spill us"),
                  ("launch_us", "launch us")]
@@ -162,6 +163,7 @@ def run(args) -> Report:
                          "shared_ns": _ns(e.shared_step_s), "tensor_ns": _ns(e.tensor_step_s),
                          "issue_ns": _ns(e.issue_step_s), "exchange_ns": _ns(e.exchange_step_s), "barriers": e.loop_barriers if compiled else None,
                          "reread_miss": None if e.reread_miss is None else round(100 * e.reread_miss),
+                         "revisit_mb": round(e.revisit_bytes / 1e6, 1) if e.revisit_bytes else None,
                          "hoist": round(e.hoist, 3) if compiled and not e.tiles_in_flight else None,
                          "waves_us": _us(e.waves_s), "tail_us": _us(e.tail_s), "secondary_us": _us(e.secondary_s),
                          "spill_us": _us(e.spill_s), "launch_us": _us(e.launch_s)})
@@ -184,6 +186,12 @@ def run(args) -> Report:
                          f"all resident CTAs' first passes stay under {R.REREAD_HIT_BELOW:g}x the L2, all past "
                          f"{R.REREAD_MISS_ABOVE:g}x, fitted on three H200 kernels) is charged to DRAM; bytes_moved "
                          "counts each tensor once")
+    revisit = [i for i in range(len(cfgs)) if any(e.revisit_bytes for e in est[i])]
+    if revisit:
+        agg.notes.append(f"{len(revisit)} config(s) read operand strips again in a later wave after they left L2 (the "
+                         "`tile-order re-read MB` column, charged to DRAM): from the compiled kernel's program-id "
+                         "arithmetic evaluated for every CTA, replayed in waves of SMs x blocks/SM, with the same L2 "
+                         "ramp as the re-read above; bytes_moved assumes every operand is read from DRAM once")
     barred = [i for i in range(len(cfgs)) if any(e.loop_barriers for e in est[i])]
     if barred:
         top_barred = [i for i in order[:args.top or 5] if i in barred]
@@ -204,7 +212,7 @@ def run(args) -> Report:
                    f"{cal.shared_bandwidth_gbs:g} GB/s, launch {cal.launch_us:g} us; {cal.source}",
                    f"peak {R.peak_flops(spec, args.product) / 1e12:g} TFLOP/s (fp16 tensor, datasheet); L2 "
                    f"{spec.product(args.product).l2_mb:g} MiB ({spec.product(args.product).name}, datasheet: where a "
-                   "later pass's re-read stops hitting)",
+                   "later pass's re-read, or a later wave's, stops hitting)",
                    f"resources from {src}",
                    *([f"specialization: each point compiled as the launcher launches it there ({respecialized} "
                       f"distinct specializations over {len(points)} points)"] if respecialized > 1 else []),

@@ -207,6 +207,12 @@ class MatmulCard(KernelCard):
     def loop_iterations(self, cfg: Config, point: Mapping[str, Any]) -> int:
         return -(-point["K"] // cfg["BLOCK_K"])
 
+    def scalar_args(self, cfg: Config, point: Mapping[str, Any]) -> dict[str, int]:
+        """matmul()'s integer arguments for contiguous row-major A [M, K], B [K, N], C [M, N]."""
+        M, N, K = point["M"], point["N"], point["K"]
+        return {"M": M, "N": N, "K": K, "stride_am": K, "stride_ak": 1, "stride_bk": N, "stride_bn": 1,
+                "stride_cm": N, "stride_cn": 1}
+
     def bytes_moved(self, cfg: Config, point: Mapping[str, Any]) -> int:
         """A, B read once and C written once (the ideal; L2 reuse decides the rest)."""
         e = DTYPE_BYTES[cfg["dtype"]]

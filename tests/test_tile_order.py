@@ -1,0 +1,156 @@
+"""Which operand strip each CTA streams (occmodel.tile_order) and rank's charge for strips read
+again after they left L2 -- on hand-worked replays and on a real grouped-order GEMM compiled
+here for sm_90 (no GPU)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from occmodel import rank as R
+from occmodel import tile_order as T
+
+from test_rank import CAL, CARD, CFG, PEAK
+
+
+# ----------------------------------------------------------- the replay, by hand
+def _two_strips() -> T.Strips:
+    # 8 CTAs in 2 tile rows x 4 tile columns, row-major (GROUP_M = 1): A strip = the tile row
+    # (100 B over the loop), B strip = the tile column (10 B)
+    a = T.Strip("A", np.array([0, 0, 0, 0, 1, 1, 1, 1]), 100.0)
+    b = T.Strip("B", np.array([0, 1, 2, 3, 0, 1, 2, 3]), 10.0)
+    return T.Strips((a, b), 8)
+
+
+def test_revisits_of_a_row_major_order_by_hand():
+    rv = _two_strips().revisits(wave_ctas=4)
+    # wave 0 = CTAs 0-3: A {0}, B {0,1,2,3} -> streams 100 + 4 x 10 = 140 B; wave 1 the same with A {1}
+    assert rv.distinct == (2, 4)
+    assert rv.streamed[0].size == 0                       # each A strip is read in one wave only
+    # every B column is read again in wave 1, after wave 0's 140 B went through
+    assert rv.streamed[1].tolist() == [140.0] * 4
+
+
+def test_one_wave_has_no_revisits():
+    rv = _two_strips().revisits(wave_ctas=8)
+    assert rv.distinct == (2, 4) and all(s.size == 0 for s in rv.streamed)
+
+
+def test_rank_charges_revisits_past_the_l2():
+    # the toy card: grid 8, 10 SMs x 1 CTA -> waves of 10 CTAs: one wave, nothing re-read
+    point = {"grid": 8, "n": 4, "bytes": 440, "flops": 0}
+    base = dict(blocks_per_sm=1, threads=128, tile_bytes=1000, ahead=2, n_spills=0, source="hand")
+    one = R.estimate(CARD, CAL, CFG, point, R.Resources(**base, strips=_two_strips()), PEAK, l2_bytes=100.0)
+    assert one.revisit_bytes == 0.0
+    # 4 SMs' worth: waves of 4 CTAs -> 4 B strips re-read after 140 B streamed. L2 of 100 B: 140 is
+    # past REREAD_MISS_ABOVE x 100 = 130 -> all miss: 4 x 10 B = 40 B more DRAM traffic
+    cal4 = CAL.__class__(**{**CAL.__dict__, "sms": 4})
+    far = R.estimate(CARD, cal4, CFG, point, R.Resources(**base, strips=_two_strips()), PEAK, l2_bytes=100.0)
+    assert far.revisit_bytes == pytest.approx(40.0)
+    plain = R.estimate(CARD, cal4, CFG, point, R.Resources(**base), PEAK, l2_bytes=100.0)
+    assert far.dram_per_iter == pytest.approx(plain.dram_per_iter + 40.0 / (8 * 4))
+    # an L2 of 1,000 B: 140 B stays under REREAD_HIT_BELOW x 1,000 = 200 -> every re-read hits
+    near = R.estimate(CARD, cal4, CFG, point, R.Resources(**base, strips=_two_strips()), PEAK, l2_bytes=1000.0)
+    assert near.revisit_bytes == 0.0
+
+
+# ------------------------------------------------- a real kernel's TTGIR, evaluated
+triton = pytest.importorskip("triton")
+tl = pytest.importorskip("triton.language")
+
+
+@triton.jit
+def grouped_gemm_kernel(A, B, C, IDX, M, N, K, stride_am, stride_bk, stride_cm,
+                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                        GROUP_M: tl.constexpr, GATHER: tl.constexpr):
+    pid = tl.program_id(0)
+    tiles_m = tl.cdiv(M, BLOCK_M)
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    per_group = GROUP_M * tiles_n
+    first_m = (pid // per_group) * GROUP_M
+    rows_in_group = tl.minimum(tiles_m - first_m, GROUP_M)
+    tile_m = first_m + (pid % per_group) % rows_in_group
+    tile_n = (pid % per_group) // rows_in_group
+    rm = tile_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tile_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    if GATHER:                                       # A's rows through an index tensor (a gather)
+        rm = tl.load(IDX + rm)
+    a_ptrs = A + rm[:, None] * stride_am + rk[None, :]
+    b_ptrs = B + rk[:, None] * stride_bk + rn[None, :]
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for _ in range(0, tl.cdiv(K, BLOCK_K)):
+        acc += tl.dot(tl.load(a_ptrs), tl.load(b_ptrs))
+        a_ptrs += BLOCK_K
+        b_ptrs += BLOCK_K * stride_bk
+    tl.store(C + rm[:, None] * stride_cm + rn[None, :], acc.to(tl.float16))
+
+
+SIG = {"A": "*fp16:16", "B": "*fp16:16", "C": "*fp16:16", "IDX": "*i32:16", "M": "i32:16", "N": "i32:16",
+       "K": "i32:16", "stride_am": "i32:16", "stride_bk": "i32:16", "stride_cm": "i32:16"}
+BM, BN, BK = 64, 64, 32
+M, N, K = 512, 384, 256                # 8 x 6 tiles, 8 K steps
+
+
+def _strips(group_m: int, gather: bool = False) -> T.Strips | None:
+    from occmodel import pipeline as P
+    from occmodel.compile import compile_kernel
+    res = compile_kernel(grouped_gemm_kernel, SIG, {"BLOCK_M": BM, "BLOCK_N": BN, "BLOCK_K": BK, "GROUP_M": group_m,
+                                                    "GATHER": gather},
+                         arch="sm_90", num_warps=4, num_stages=3, keep_ir=True)
+    assert res.ok, res.message
+    args = {"M": M, "N": N, "K": K, "stride_am": K, "stride_bk": N, "stride_cm": N}
+    return T.strips(res.ttgir, P.analyze(res), args, (48,), K // BK)
+
+
+def _expected(group_m: int) -> tuple[np.ndarray, np.ndarray]:
+    """The kernel's tile mapping written out in numpy: A's and B's first-element byte offsets."""
+    pid = np.arange(48)
+    per = group_m * 6
+    first = (pid // per) * group_m
+    rows = np.minimum(8 - first, group_m)
+    tm, tn = first + (pid % per) % rows, (pid % per) // rows
+    return tm * BM * K * 2, tn * BN * 2
+
+
+@pytest.mark.parametrize("group_m", [1, 4])
+def test_strip_keys_are_the_tiles_first_elements(_cache, group_m):
+    s = _strips(group_m)
+    by_root = {x.root: x for x in s.strips}
+    a, b = _expected(group_m)
+    assert set(by_root) == {"A", "B"}
+    # the pipelined body loads 2 K steps ahead (3 stages): the keys are the offsets shifted by a constant
+    assert np.array_equal(by_root["A"].keys - by_root["A"].keys[0], a - a[0])
+    assert np.array_equal(by_root["B"].keys - by_root["B"].keys[0], b - b[0])
+    # a strip: the loop's bytes per iteration x 8 iterations (64 x 32 fp16 = 4 KB per step)
+    assert by_root["A"].nbytes == by_root["B"].nbytes == 64 * 32 * 2 * 8
+
+
+def test_grouped_order_reads_fewer_columns_per_wave(_cache):
+    # waves of 12 CTAs: row-major covers 2 tile rows x all 6 columns; GROUP_M=4 covers 4 rows x 3
+    row = _strips(1).revisits(12)
+    grp = _strips(4).revisits(12)
+    assert (row.distinct, grp.distinct) == ((8, 6), (8, 6))
+    assert [s.size for s in row.streamed] == [0, 18]      # each B column again in waves 1-3
+    # GROUP_M=4: waves 0-1 = rows 0-3 x columns 0-2 then 3-5; waves 2-3 = rows 4-7 the same
+    assert [s.size for s in grp.streamed] == [8, 6]       # each A row once more, each B column once more
+
+
+def test_a_gathered_operand_has_no_strip(_cache):
+    s = _strips(1, gather=True)
+    assert [x.root for x in s.strips] == ["B"]            # A's rows come from a load: not traced
+
+
+def test_an_unplaceable_grid_gives_no_strips():
+    text = "tt.func public @k(%A: !tt.ptr<f16>) {\n %p = tt.get_program_id y : i32\n scf.for %i = %a to %b step %c {\n }\n}\n"
+
+    class Rep:
+        loops = (type("L", (), {"parent": -1})(),)
+        main = loops[0]
+
+    assert T.strips(text, Rep(), {}, (100,), 4) is None   # reads program_id(1), grid known only as a count
+
+
+@pytest.fixture(scope="module")
+def _cache(shared_cache):
+    return shared_cache
