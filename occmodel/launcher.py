@@ -12,7 +12,7 @@ anywhere)::
     def reference(inputs): ...                            # optional: torch reference -> correctness gate
     def bytes_moved(point): ...                           # optional: unavoidable DRAM bytes per launch
     def flops(point): ...                                 # optional
-    def grid(cfg, point): ...                             # optional: CTAs of one launch (rank needs it)
+    def grid(cfg, point): ...                             # optional: CTAs of one launch, or the grid tuple (rank)
     def loop_iterations(cfg, point): ...                  # optional: main-loop iterations per CTA (rank)
     def example_args(cfg, point): ...                     # optional: launch args -> Triton's specialization
     def torch_baseline(inputs): ...                       # optional: a torch version to time beside it
@@ -49,7 +49,7 @@ class Launcher:
     reference: Callable[[dict], Any] | None = None
     bytes_moved: Callable[[Mapping[str, Any]], int] | None = None
     flops: Callable[[Mapping[str, Any]], int] | None = None
-    grid: Callable[[Mapping[str, Any], Mapping[str, Any]], int] | None = None
+    grid: Callable[[Mapping[str, Any], Mapping[str, Any]], int | tuple[int, ...]] | None = None
     loop_iterations: Callable[[Mapping[str, Any], Mapping[str, Any]], int] | None = None
     example_args: Callable[[Mapping[str, Any], Mapping[str, Any]], Any] | None = None
     torch_baseline: Callable[[dict], Any] | None = None

@@ -312,3 +312,16 @@ def test_a_launchers_secondary_kernels_are_costed_and_bad_ones_named(env, tmp_pa
                    '    return [{"name": "reduce", "grid": 64, "iterations": 4, "tile_bytes": 8192, "ctas": 3}]\n')
     p = occ(env, "rank", "--kernel", f"{bad}:mm_kernel", "--launcher", bad, "--spec", "sm_90", "--stages", "2", rc=2)
     assert "unknown key 'ctas'" in p.stderr and "allowed: name, grid" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_points_may_hold_flags_and_dtype_names():
+    # a launcher's POINTS with a bool flag and a dtype string (fp8_scaled_mm's bias=False, dtype="bf16"):
+    # each is a workload parameter of its own type, given on the command line as text
+    from occmodel.bare import bare_kernel
+    from occmodel.launcher import Launcher
+    from occmodel.card import load_object
+    fn = load_object(KERNEL)
+    k = bare_kernel(fn, signature=SIG, launcher=Launcher(dict, lambda inputs, cfg: None, name="flags",
+                                                          points=({"M": 512, "bias": False, "dtype": "bf16"},)))
+    assert k.resolve_point({}) == {"M": 512, "bias": False, "dtype": "bf16"}
+    assert k.resolve_point({"bias": "True", "dtype": "fp16", "M": "1024"}) == {"M": 1024, "bias": True, "dtype": "fp16"}

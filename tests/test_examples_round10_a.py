@@ -46,8 +46,6 @@ TOL = {"bf16": 1.5e-2, "fp16": 2e-3}
 # the GPU study's sweep: 2 x 2 x 2 x 2 x 2 x 2 = 64 configs x the 3 POINTS; the integrator
 # moves it into the study's registry. (Every config was compiled for sm_90 with triton 3.6.0
 # at every point; see test_sweep_fits_the_points.)
-SWEEP_AXES = {"BLOCK_M": [64, 128], "BLOCK_N": [128, 256], "BLOCK_K": [32, 64], "GROUP_M": [1, 8],
-              "num_warps": [4, 8], "num_stages": [3, 4]}
 
 
 def _cfg(bm, bn, bk, g, w, s):
@@ -193,6 +191,7 @@ def test_sweep_fits_the_points():
     198-322 words a thread: their fp32 accumulator alone is 256 registers a thread; and at
     the third point ([K, N] B) BLOCK_M 64 x BLOCK_N 256 x BLOCK_K 64, GROUP_M 8, 4 warps,
     3 stages spills 2 words at 255 registers.)"""
+    SWEEP_AXES = H.study_sweeps([KERNEL], "held-out-10")[KERNEL][2]     # the study's sweep (scripts/rank_study.py SWEEPS)
     mod = load_example(KERNEL)
     assert list(SWEEP_AXES) == list(mod.TUNABLES) and all(len(v) >= 2 for v in SWEEP_AXES.values())
     cfgs = [dict(zip(SWEEP_AXES, v)) for v in itertools.product(*SWEEP_AXES.values())]

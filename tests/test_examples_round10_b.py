@@ -53,13 +53,6 @@ SM90_MAX_SHARED = 232448        # bytes of shared memory one CTA may use on sm_9
 # and 2 words for 128 x 128 x 128 at 4 warps / 2 stages and 128 x 256 x 128 at 8 warps. 4
 # stages are left out: 128 x 256 x 128 at 4 stages needs 243 KiB (the x and packed-weight ring
 # plus the one [BLOCK_K, BLOCK_N] dequantised B tile wgmma reads from shared memory).
-SWEEP_AXES = {
-    "BLOCK_M": [16, 64, 128],
-    "BLOCK_N": [64, 128, 256],
-    "BLOCK_K": [64, 128],
-    "num_warps": [4, 8],
-    "num_stages": [2, 3],
-}
 
 
 def _cfg(bm, bn, bk, w, s):
@@ -181,6 +174,7 @@ def test_sweep_fits_the_points():
     BASELINE among them; every config valid at every POINT: K a multiple of BLOCK_K (the
     unmasked loop), >= 132 tiles fill the GPU, and the pipelined x and packed-weight tiles plus
     the dequantised B tile fit sm_90's shared memory."""
+    SWEEP_AXES = H.study_sweeps([KERNEL], "held-out-10")[KERNEL][2]     # the study's sweep (scripts/rank_study.py SWEEPS)
     mod = load_example(KERNEL)
     assert set(SWEEP_AXES) == set(mod.TUNABLES) and all(len(v) >= 2 for v in SWEEP_AXES.values())
     cfgs = [dict(zip(SWEEP_AXES, v)) for v in itertools.product(*SWEEP_AXES.values())]
