@@ -144,6 +144,11 @@ SWEEPS: dict[str, dict[str, Any]] = {
     "depthwise_conv2d": {"file": "examples/depthwise_conv2d.py", "role": "held-out-10",
                          "axes": {"BLOCK_P": [1, 2, 4, 8], "BLOCK_Q": [8, 16], "BLOCK_C": [32, 64], "num_warps": [2, 4, 8],
                                   "num_stages": [1]}},
+    # num_warps=1 left out of the helper's sweep before timing: 1-warp configs spill up to 2,320 words and
+    # take ptxas up to 2 minutes each (the study compiles serially on the GPU machine)
+    "moe_topk_router": {"file": "examples/moe_topk_router.py", "role": "held-out-10",
+                        "axes": {"BLOCK_T": [1, 2, 4, 8, 16, 32, 64], "PACKED": [0, 1], "num_warps": [2, 4, 8],
+                                 "num_stages": [1]}},
     "decode_attention": {"card": "decode_attention", "role": "development",
                          "axes": {"BLOCK_T": [16, 32, 64], "BLOCK_H": [16, 32], "num_warps": [2, 4, 8],
                                   "num_stages": [1, 2, 3, 4]},
