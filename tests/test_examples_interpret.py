@@ -164,7 +164,9 @@ def test_launcher_contract(kernel):
     for point in mod.POINTS:
         # one launch moves more than the H200's 50 MB L2, several times over
         assert mod.bytes_moved(point) > 4 * 50e6, (kernel, point)
-        assert mod.flops(point) > 0 and mod.grid(cfg, point) >= 1 and mod.loop_iterations(cfg, point) >= 1
+        g = mod.grid(cfg, point)                           # the CTA count, or the launch grid as a tuple
+        assert mod.flops(point) > 0 and min(g if isinstance(g, tuple) else (g,)) >= 1
+        assert mod.loop_iterations(cfg, point) >= 1
 
 
 def test_examples_import_without_torch():
