@@ -152,24 +152,16 @@ REREAD_HIT_BELOW = 0.2
 REREAD_MISS_ABOVE = 1.3
 
 
-def reread_miss(working_set: float, l2_bytes: float) -> float:
+def reread_miss(working_set: Any, l2_bytes: float) -> Any:
     """The share of a later pass's re-read that misses L2 and goes to DRAM again: 0 while the bytes
     every resident CTA streams between its first read and its re-read (`working_set`) stay under
     REREAD_HIT_BELOW x the L2, 1 past REREAD_MISS_ABOVE x the L2, linear between; 0 when the L2 size
-    is unknown (0)."""
-    if l2_bytes <= 0 or working_set <= 0:
-        return 0.0
-    lo, hi = REREAD_HIT_BELOW * l2_bytes, REREAD_MISS_ABOVE * l2_bytes
-    return min(1.0, max(0.0, (working_set - lo) / (hi - lo)))
-
-
-def reread_misses(streamed: Any, l2_bytes: float) -> float:
-    """reread_miss summed over an array of working sets (the tile-order replay's revisits)."""
+    is unknown (0). Elementwise on an array of working sets (the tile-order replay's revisits)."""
     import numpy as np
-    if l2_bytes <= 0 or len(streamed) == 0:
-        return 0.0
     lo, hi = REREAD_HIT_BELOW * l2_bytes, REREAD_MISS_ABOVE * l2_bytes
-    return float(np.clip((np.asarray(streamed, dtype=float) - lo) / (hi - lo), 0.0, 1.0).sum())
+    ws = np.asarray(working_set, dtype=float)
+    share = np.clip((ws - lo) / (hi - lo), 0.0, 1.0) if l2_bytes > 0 else np.zeros(ws.shape)
+    return share if share.ndim else float(share)
 
 
 def pmax(terms: Mapping[str, float]) -> float:
@@ -498,8 +490,9 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
         d += miss * res.reread_again / max(1, res.passes)
     revisit = 0.0
     if res.strips is not None and B > 0:
+        import numpy as np
         rv = res.strips.revisits(r.sms * B)
-        revisit = sum(b * reread_misses(st, l2_bytes) for b, st in zip(rv.nbytes, rv.streamed))
+        revisit = sum(b * float(np.sum(reread_miss(st, l2_bytes))) for b, st in zip(rv.nbytes, rv.streamed))
         d += revisit / (grid * n)
     t = float(res.tile_bytes)
     s = float(res.shared_reads)

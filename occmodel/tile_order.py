@@ -32,14 +32,11 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-_BYTES = {"i1": 1, "i8": 1, "ui8": 1, "i16": 2, "f16": 2, "bf16": 2, "i32": 4, "f32": 4, "tf32": 4, "i64": 8,
-          "f64": 8}
+from .pipeline import _BYTES, _OP, _TENSOR_PTR, _dims
+
 _SSA = r"%[\w.#-]+"
-_RESULT = re.compile(rf"^\s*({_SSA})(?::\d+)?\s*=\s*\"?([a-z_]\w*\.[\w.]+)\"?\s*(.*)$")
-_BARE_OP = re.compile(r"^\s*\"?([a-z_]\w*\.[\w.]+)\"?\s*(.*)$")
 _ARG = re.compile(rf"({_SSA}):\s*(!tt\.ptr<(\w+)>|i\d+)")
 _PTR = re.compile(r"!tt\.ptr<(\w+)>")
-_TENSOR_PTR = re.compile(r"tensor<((?:\d+x)+)!tt\.ptr<(\w+)>")
 _FOR = re.compile(rf"scf\.for\s+({_SSA})\s*=\s*({_SSA})\s+to\s+({_SSA})\s+step\s+({_SSA})")
 LOAD_OPS = ("tt.load", "ttg.async_copy_global_to_local")
 _SAME = ("tt.splat", "tt.broadcast", "tt.expand_dims", "ttg.convert_layout", "tt.reshape", "tt.trans",
@@ -50,9 +47,7 @@ _CMP = {"eq": np.equal, "ne": np.not_equal, "slt": np.less, "sle": np.less_equal
 
 def elem_bytes(dtype: str) -> int:
     """Bytes of a TTGIR element type (f8E4M3FN and the other 8-bit floats: 1)."""
-    if dtype.startswith("f8"):
-        return 1
-    return _BYTES.get(dtype, 0)
+    return 1 if dtype.startswith("f8") else _BYTES.get(dtype, 0)
 
 
 def _div(a, b):
@@ -167,12 +162,8 @@ def strips(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence[
                     elif name.lstrip("%") in int_args:
                         env[name] = int(int_args[name.lstrip("%")])
             continue
-        m = _RESULT.match(ln)
-        if m:
-            res, op, rest = m.groups()
-        else:
-            b = _BARE_OP.match(ln)
-            res, op, rest = (None, b.group(1), b.group(2)) if b else (None, "", "")
+        m = _OP.match(ln)
+        res, op, rest = (m.group(1), m.group(2), ln[m.end():]) if m else (None, "", "")
         if op == "scf.for":
             fors += 1
             f = _FOR.search(ln)
@@ -189,7 +180,7 @@ def strips(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence[
             ptr = env.get(ops[0]) if ops else None
             t = _TENSOR_PTR.search(rest)
             if isinstance(ptr, _Ptr) and t:
-                n = int(np.prod([int(x) for x in t.group(1).rstrip("x").split("x")]))
+                n = int(np.prod(_dims(t.group(1))))
                 loads.append((ptr, n * elem_bytes(t.group(2))))
         elif res is not None:
             v = _evaluate(op, rest, env, ids, {"x": gx, "y": gy, "z": gz})
