@@ -16,8 +16,15 @@ tile the body loads -- in a pipelined loop that is the tile `ahead` iterations o
 for every CTA) per program id: a key two CTAs share exactly when they stream the same strip (the
 same rows of A over the whole K loop). A strip is the load's bytes per iteration x the loop's
 iterations. Loads whose pointer comes from loaded data (a gather through an index tensor), or
-from ops this evaluator does not know, are left out (read once, as bytes_moved says); a main loop
-inside another loop (a persistent kernel walking tiles) gives no strips at all.
+from ops this evaluator does not know, are left out (read once, as bytes_moved says).
+
+A persistent kernel's main loop sits in a tile loop (``for tile in range(pid, num_tiles, programs)``):
+each CTA's j-th trip of it is one virtual CTA, the tile loop's induction variable evaluated as
+lb + j x step per program id (trips past its upper bound dropped), and all CTAs' j-th trips make
+wave j (the persistent CTAs run together and walk their tiles at about the same pace). A strip is
+then the load's bytes x the main loop's own trips (its bounds, evaluated). The tile loop's carried
+values (iter_args) are unknown past its first trip, so loads that depend on them give no strip; a
+main loop nested deeper gives no strips at all.
 
 Contract: pure (string processing and numpy), no torch, no GPU. Checked on triton 3.6 and 3.9
 TTGIR, whose arith / tt ops and func signatures (``%M: i32``, names from the Python source) read
@@ -95,17 +102,30 @@ class Revisits:
 
 @dataclass(frozen=True)
 class Strips:
+    """Every strip kind's keys over the launch's (virtual) CTAs in launch order: `grid` CTAs, or, for
+    a persistent kernel, its CTAs' tile-loop trips (`trip`: which trip each entry is, `pid`: whose)."""
+
     strips: tuple[Strip, ...]
     grid: int
+    trip: np.ndarray | None = None     # persistent: the tile-loop trip of each entry (None: one per CTA)
+    pid: np.ndarray | None = None      # persistent: the program id of each entry
+
+    def waves(self, wave_ctas: int) -> np.ndarray:
+        """The wave of each entry: program id // wave_ctas. A persistent kernel's CTAs of one wave walk
+        their trips together, so trip j of program id p is step (p // wave_ctas) x trips + j."""
+        wave_ctas = max(1, int(wave_ctas))
+        if self.trip is None:
+            return np.arange(self.grid, dtype=np.int64) // wave_ctas
+        trips = int(self.trip.max()) + 1 if len(self.trip) else 1
+        return (self.pid // wave_ctas) * trips + self.trip
 
     def revisits(self, wave_ctas: int) -> Revisits:
-        """The launch replayed in waves of `wave_ctas` CTAs in program-id order: a strip read by
-        several CTAs of one wave is one read (they stream it together through L2); one read again in
-        a later wave is a revisit, after the bytes of distinct strips the waves in between (its own
-        included) streamed -- rank decides how much of that misses L2."""
-        wave_ctas = max(1, int(wave_ctas))
-        waves = np.arange(self.grid, dtype=np.int64) // wave_ctas
-        nw = int(waves[-1]) + 1 if self.grid else 1
+        """The launch replayed in waves of `wave_ctas` CTAs in program-id order (see `waves`): a strip
+        read by several CTAs of one wave is one read (they stream it together through L2); one read
+        again in a later wave is a revisit, after the bytes of distinct strips the waves in between
+        (its own included) streamed -- rank decides how much of that misses L2."""
+        waves = self.waves(wave_ctas)
+        nw = int(waves.max()) + 1 if len(waves) else 1
         footprint = np.zeros(nw)
         pairs = []
         for s in self.strips:
@@ -132,30 +152,64 @@ def _operands(rest: str) -> list[str]:
 def strips(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence[int], iterations: int) -> Strips | None:
     """The main loop's strips per program id (see the module doc); `grid` is the launch grid as
     known, x first: (total,) when only the CTA count is (a kernel reading program_id(1) then gives
-    None). None also when the TTGIR has no main loop, the main loop sits inside another loop, or no
-    load's pointer could be evaluated."""
+    None). None also when the TTGIR has no main loop, the main loop sits deeper than one tile loop,
+    the tile loop's bounds cannot be evaluated, or no load's pointer could be evaluated."""
     main = getattr(report, "main", None)
-    if main is None or main.parent >= 0 or not ttgir:
+    if main is None or not ttgir:
+        return None
+    outer = main.parent
+    if outer >= 0 and report.loops[outer].parent >= 0:
         return None
     used = set(re.findall(r"tt\.get_program_id (x|y|z)\b", ttgir)) | set(re.findall(r"tt\.get_num_programs (x|y|z)\b", ttgir))
     if len(grid) < 1 + max(("x", "y", "z").index(a) for a in used | {"x"}):
         return None                         # the kernel reads an axis the grid does not state
     gx, gy, gz = (list(grid) + [1, 1])[:3]
+    dims = {"x": gx, "y": gy, "z": gz}
     target = next(i for i, lp in enumerate(report.loops) if lp is main)
     total = gx * gy * gz
     pid = np.arange(total, dtype=np.int64)
+    if outer < 0:
+        walk = _walk(ttgir, int_args, pid, dims, target)
+        if walk is None:
+            return None
+        return _strips(walk[0], np.ones(total, bool), iterations, total, None, None)
+    first = _walk(ttgir, int_args, pid, dims, target, outer)      # the tile loop's bounds per program id
+    if first is None or first[1] is None:
+        return None
+    lb, ub, step = (np.broadcast_to(np.asarray(v, dtype=np.int64), (total,)) for v in first[1])
+    if np.any(step <= 0):
+        return None
+    trips = int(np.max(np.maximum(0, -(-(ub - lb) // step)))) if total else 0
+    if trips <= 0:
+        return None
+    trip = np.repeat(np.arange(trips, dtype=np.int64), total)     # trip-major: wave j holds every CTA's trip j
+    vpid = np.tile(pid, trips)
+    walk = _walk(ttgir, int_args, vpid, dims, target, outer, trip)
+    if walk is None:
+        return None
+    loads, (lb, ub, step), inner = walk
+    valid = np.broadcast_to(np.asarray(lb + trip * step < ub), vpid.shape)
+    per_trip = inner if inner else max(1, iterations // max(1, trips))
+    return _strips(loads, valid, per_trip, total, trip, vpid)
+
+
+def _walk(ttgir: str, int_args: Mapping[str, int], pid: np.ndarray, dims: Mapping[str, int], target: int,
+          outer: int = -1, trip: np.ndarray | None = None) -> tuple[list, Any, int] | None:
+    """Evaluate the kernel for the program ids `pid` (virtual CTAs) down to the main loop (loop index
+    `target`). With a tile loop (`outer`), its induction variable is lb + trip x step; without
+    `trip`, the walk stops at the tile loop and returns its (lb, ub, step). Returns (main-loop loads
+    as (pointer, bytes per iteration), the tile loop's (lb, ub, step) or None, the main loop's trips
+    when its bounds evaluate to one number, else 0); None when the main loop is never reached."""
+    gx, gy = dims["x"], dims["y"]
     ids = {"x": pid % gx, "y": (pid // gx) % gy, "z": pid // (gx * gy)}
     env: dict[str, Any] = {}
-    loads: list[tuple[str, Any]] = []
-    fors = -1
-    depth_main = None
-    depth = 0
-    in_func = False
+    loads: list[tuple[_Ptr, int]] = []
+    bounds, inner = None, 0
+    fors, depth, depth_main, in_func = -1, 0, None, False
     for ln in ttgir.splitlines():
         if not in_func:
             if "tt.func public" in ln:
-                in_func = True
-                depth = 1
+                in_func, depth = True, 1
                 for name, ty, pty in _ARG.findall(ln):
                     if pty:
                         env[name] = _Ptr(name.lstrip("%"), 0)
@@ -167,14 +221,25 @@ def strips(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence[
         if op == "scf.for":
             fors += 1
             f = _FOR.search(ln)
-            if f:
-                env[f.group(1)] = env.get(f.group(2))
-            if "iter_args(" in ln:
-                for alias, init in re.findall(rf"({_SSA}) = ({_SSA})", ln.split("iter_args(", 1)[1]):
-                    if init in env:
-                        env[alias] = env[init]
+            lb, ub, step = (env.get(f.group(i)) for i in (2, 3, 4)) if f else (None, None, None)
+            if fors == outer:
+                if f is None or any(v is None or isinstance(v, _Ptr) for v in (lb, ub, step)):
+                    return None
+                bounds = (lb, ub, step)
+                if trip is None:
+                    return loads, bounds, 0
+                env[f.group(1)] = np.asarray(lb, dtype=np.int64) + trip * np.asarray(step, dtype=np.int64)
+            else:
+                if f:
+                    env[f.group(1)] = lb
+                if "iter_args(" in ln:         # a loop's carried values start as their inits
+                    for alias, init in re.findall(rf"({_SSA}) = ({_SSA})", ln.split("iter_args(", 1)[1]):
+                        if init in env:
+                            env[alias] = env[init]
             if fors == target:
                 depth_main = depth
+                n = _trips(lb, ub, step)
+                inner = n if n is not None else 0
         elif op in LOAD_OPS and depth_main is not None:           # in the main loop's body
             ops = _operands(rest)
             ptr = env.get(ops[0]) if ops else None
@@ -183,7 +248,7 @@ def strips(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence[
                 n = int(np.prod(_dims(t.group(1))))
                 loads.append((ptr, n * elem_bytes(t.group(2))))
         elif res is not None:
-            v = _evaluate(op, rest, env, ids, {"x": gx, "y": gy, "z": gz})
+            v = _evaluate(op, rest, env, ids, dims)
             if v is not None:
                 env[res] = v
             else:
@@ -196,19 +261,34 @@ def strips(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence[
             break
     if depth_main is None:
         return None
-    return _strips(loads, total, iterations, ids)
+    return loads, bounds, inner
 
 
-def _strips(loads: list[tuple[_Ptr, int]], total: int, iterations: int, ids: Mapping[str, np.ndarray]) -> Strips | None:
+def _trips(lb: Any, ub: Any, step: Any) -> int | None:
+    """A loop's trip count when its bounds give one number for every CTA (else None)."""
+    if any(v is None or isinstance(v, _Ptr) for v in (lb, ub, step)):
+        return None
+    n = np.unique(np.maximum(0, -(-(np.asarray(ub, dtype=np.int64) - lb) // np.maximum(1, step))))
+    return int(n[0]) if n.size == 1 and n[0] > 0 else None
+
+
+def _strips(loads: list[tuple[_Ptr, int]], valid: np.ndarray, iterations: int, grid: int,
+            trip: np.ndarray | None, pid: np.ndarray | None) -> Strips | None:
+    """One Strip per distinct (root, keys) load over the `valid` entries; `iterations`: the main
+    loop's trips (a strip's bytes = bytes per iteration x trips)."""
     seen: dict[tuple[str, bytes], Strip] = {}
     for ptr, nbytes in loads:
         if not nbytes:
             continue
-        keys = np.broadcast_to(np.asarray(ptr.offset, dtype=np.int64), (total,)).copy()
+        keys = np.broadcast_to(np.asarray(ptr.offset, dtype=np.int64), valid.shape)[valid].copy()
         key = (ptr.root, keys.tobytes())
         if key not in seen:                       # one source load staged into several rings: one strip
             seen[key] = Strip(ptr.root, keys, float(nbytes) * max(1, iterations))
-    return Strips(tuple(seen.values()), total) if seen else None
+    if not seen:
+        return None
+    if trip is None:
+        return Strips(tuple(seen.values()), grid)
+    return Strips(tuple(seen.values()), grid, trip[valid], pid[valid])
 
 
 def _evaluate(op: str, rest: str, env: Mapping[str, Any], ids: Mapping[str, np.ndarray],

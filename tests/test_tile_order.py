@@ -141,6 +141,67 @@ def test_a_gathered_operand_has_no_strip(_cache):
     assert [x.root for x in s.strips] == ["B"]            # A's rows come from a load: not traced
 
 
+@triton.jit
+def persistent_gemm_kernel(A, B, C, M, N, K, stride_am, stride_bk, stride_cm,
+                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                           GROUP_M: tl.constexpr):
+    tiles_m = tl.cdiv(M, BLOCK_M)
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    per_group = GROUP_M * tiles_n
+    for tile in range(tl.program_id(0), tiles_m * tiles_n, tl.num_programs(0)):
+        first_m = (tile // per_group) * GROUP_M
+        rows_in_group = tl.minimum(tiles_m - first_m, GROUP_M)
+        tile_m = first_m + (tile % per_group) % rows_in_group
+        tile_n = (tile % per_group) // rows_in_group
+        rm = tile_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        rn = tile_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        rk = tl.arange(0, BLOCK_K)
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for kt in range(0, tl.cdiv(K, BLOCK_K)):
+            a = tl.load(A + rm[:, None] * stride_am + (kt * BLOCK_K + rk)[None, :])
+            b = tl.load(B + (kt * BLOCK_K + rk)[:, None] * stride_bk + rn[None, :])
+            acc += tl.dot(a, b)
+        tl.store(C + rm[:, None] * stride_cm + rn[None, :], acc.to(tl.float16))
+
+
+def _persistent(group_m: int, programs: int) -> T.Strips | None:
+    from occmodel import pipeline as P
+    from occmodel.compile import compile_kernel
+    sig = {k: v for k, v in SIG.items() if k != "IDX"}
+    res = compile_kernel(persistent_gemm_kernel, sig, {"BLOCK_M": BM, "BLOCK_N": BN, "BLOCK_K": BK, "GROUP_M": group_m},
+                         arch="sm_90", num_warps=4, num_stages=3, keep_ir=True)
+    assert res.ok, res.message
+    args = {"M": M, "N": N, "K": K, "stride_am": K, "stride_bk": N, "stride_cm": N}
+    return T.strips(res.ttgir, P.analyze(res), args, (programs,), 99)
+
+
+@pytest.mark.parametrize("group_m", [1, 4])
+def test_a_persistent_kernels_trips_are_virtual_ctas(_cache, group_m):
+    # 10 programs walk the 48 tiles: program p takes tiles p, p + 10, ...: 5 trips (p < 8) or 4
+    s = _persistent(group_m, 10)
+    by_root = {x.root: x for x in s.strips}
+    a, b = _expected(group_m)                      # tile t's offsets, as for the one-tile-per-CTA kernel
+    tiles = s.trip * 10 + s.pid
+    assert sorted(tiles.tolist()) == list(range(48))
+    assert np.array_equal(by_root["A"].keys - by_root["A"].keys[0], a[tiles] - a[tiles[0]])
+    assert np.array_equal(by_root["B"].keys - by_root["B"].keys[0], b[tiles] - b[tiles[0]])
+    # a strip: bytes per K step x the main loop's own 8 trips (not the 99 iterations given)
+    assert by_root["A"].nbytes == 64 * 32 * 2 * 8
+    # trip j of every program is wave j (10 programs fit in one wave of 12) ...
+    assert np.array_equal(s.waves(12), s.trip)
+    # ... but in waves of 4 CTAs, programs 4-7 start only after programs 0-3 walked all their tiles
+    w = s.waves(4)
+    assert w[s.pid < 4].max() < w[(s.pid >= 4) & (s.pid < 8)].min()
+
+
+def test_a_persistent_kernel_replays_like_its_tile_order(_cache):
+    # 12 programs = one wave of 12 per trip: the same waves as the one-tile-per-CTA launch in waves of 12
+    for g in (1, 4):
+        rv, ref = _persistent(g, 12).revisits(12), _strips(g).revisits(12)
+        assert rv.distinct == ref.distinct
+        assert [sorted(x.tolist()) for x in rv.streamed] == [sorted(x.tolist()) for x in ref.streamed]
+
+
 def test_an_unplaceable_grid_gives_no_strips():
     text = "tt.func public @k(%A: !tt.ptr<f16>) {\n %p = tt.get_program_id y : i32\n scf.for %i = %a to %b step %c {\n }\n}\n"
 
