@@ -50,6 +50,12 @@ system overlap, but not perfectly -- two terms of similar size cost more than ei
 max ties every config at one roof and cannot say which of them is fastest). The bound named is the
 largest term.
 
+A pipelined CTA's warps meet at a barrier every iteration, so one CTA's own instruction issue, tensor
+work and exchange overlap less than several CTAs' do (another CTA fills one's gaps): step(c) is at
+least lockstep = (issue^q + tensor^q + exchange^q)^(1/q) of one CTA alone (terms (f), (e), (g) at
+c = 1), q = LOCKSTEP_P. It decides between one big CTA per SM and two smaller ones when the loop's
+issue and tensor work are alike (a dequantizing GEMM); unpipelined, term (a) already sums a CTA's work.
+
 L is the DRAM latency: the calibration's latency curve read at LATENCY_LOAD_BYTES per SM (the
 queueing past it is term (b)'s to charge), or its single figure when it has no curve.
 
@@ -141,6 +147,14 @@ DEPENDENT_ISSUE_CYCLES = 3.0
 # pure max, 0.871-0.873 with p = 3-5, 0.862 at 6; the estimate's #1 within 3 % of the best in 8 of 37
 # with max, 17-18 with p = 3-5): a broad optimum, not a fit to any one kernel. Judged on round 3.
 OVERLAP_P = 4.0
+# The lockstep floor's exponent and terms (module doc). Session 10, on the 120 cases of rounds 1-10
+# (development, reports/rank_study_h200.md): without the floor median Spearman 0.870, best in the top 3
+# 53 of 120, #1 within 3 % 65; q = 2 over issue, tensor, exchange: 0.870 / 54 / 66 (w8a16_gemm at M=128:
+# #1/best 1.38 -> 1.03, the 1-CTA 64x128 tile no longer picked over 2 CTAs of 64x64). With shared reads
+# too: 55 / 65 (fp8_scaled_mm's 1-CTA 128x256 best then loses); with the latency term: 50 / 64; q = 1
+# (a plain sum): 0.819 / 44 / 57; q = 3: 54 / 65. A small effect, kept for the dequantizing GEMMs.
+LOCKSTEP_P = 2.0
+LOCKSTEP_TERMS = ("issue", "tensor", "exchange")
 
 
 # A later pass's re-read hits L2 while the bytes streamed between the two reads (all resident CTAs'
@@ -168,13 +182,9 @@ def reread_miss(working_set: Any, l2_bytes: float) -> Any:
 
 def pmax(terms: Mapping[str, float]) -> float:
     """The smooth maximum of the step terms: (sum of t^p)^(1/p), p = OVERLAP_P; inf if any is inf."""
-    vals = [v for v in terms.values() if v > 0]
-    if not vals:
-        return 0.0
-    if any(math.isinf(v) for v in vals):
+    if any(math.isinf(v) for v in terms.values()):
         return math.inf
-    top = max(vals)
-    return top * sum((v / top) ** OVERLAP_P for v in vals) ** (1.0 / OVERLAP_P)
+    return _norm(list(terms.values()), OVERLAP_P)
 
 
 @dataclass(frozen=True)
@@ -425,6 +435,24 @@ def in_flight(c: int, lp: _Loop) -> float:
     return c * (lp.k if lp.k >= 1 else 1.0 / lp.hoist) * lp.t
 
 
+def step(r: _Rates, c: int, lp: _Loop, lat: float | None = None) -> float:
+    """step(c): the smooth maximum of the terms, at least one pipelined CTA's lockstep (module doc)."""
+    s = pmax(_steps(r, c, lp, lat))
+    if lp.k >= 1 and lp.warps:
+        one = _steps(r, 1, lp, lat)
+        s = max(s, _norm([one[t] for t in LOCKSTEP_TERMS], LOCKSTEP_P))
+    return s
+
+
+def _norm(vals: Sequence[float], p: float) -> float:
+    """(sum of v^p)^(1/p) over the positive values; 0 when none."""
+    vals = [v for v in vals if v > 0]
+    if not vals:
+        return 0.0
+    top = max(vals)
+    return top * sum((v / top) ** p for v in vals) ** (1.0 / p)
+
+
 def _steps(r: _Rates, c: int, lp: _Loop, lat: float | None = None) -> dict[str, float]:
     """The seven per-iteration terms for c co-resident CTAs (see the module doc); `lat` overrides
     L (a secondary kernel reading what was just written waits the L2 latency)."""
@@ -458,7 +486,7 @@ def _kernel(r: _Rates, grid: int, blocks: int, n: int, lp: _Loop, lat: float | N
 
     def cta(c: int) -> float:
         first = (r.latency() if lat is None else lat) if lp.k >= 1 else 0.0
-        return n * pmax(_steps(r, c, lp, lat)) + first
+        return n * step(r, c, lp, lat) + first
 
     tail_s = cta(c_tail)
     return _Kernel(waves, tail, (waves - 1) * cta(blocks) + tail_s, tail_s,
@@ -525,7 +553,7 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
                     shared_step_s=terms["shared"], tensor_step_s=terms["tensor"], issue_step_s=terms["issue"],
                     exchange_step_s=terms["exchange"],
                     in_flight_bytes=in_flight(c_first, lp), latency_s=r.latency(),
-                    step_s=pmax(terms),
+                    step_s=step(r, B if main.waves > 1 else -(-main.tail_ctas // r.sms), lp),
                     waves_s=main.total_s, tail_s=main.tail_s, secondary_s=second, spill_s=spill_s,
                     total_s=main.total_s + second + spill_s + launch_s, bound=max(terms, key=terms.get),
                     loop_barriers=res.loop_barriers, **common)
