@@ -149,6 +149,23 @@ SWEEPS: dict[str, dict[str, Any]] = {
     "moe_topk_router": {"file": "examples/moe_topk_router.py", "role": "held-out-10",
                         "axes": {"BLOCK_T": [1, 2, 4, 8, 16, 32, 64], "PACKED": [0, 1], "num_warps": [2, 4, 8],
                                  "num_stages": [1]}},
+    # round 11 (held out; the helpers' sweeps, every config compiled for sm_90 with triton 3.6.0 first)
+    "lora_shrink": {"file": "examples/lora_shrink.py", "role": "held-out-11",
+                    "axes": {"BLOCK_M": [16, 64], "BLOCK_N": [16, 64], "BLOCK_K": [64, 256], "SPLIT_K": [1, 4],
+                             "num_warps": [4, 8], "num_stages": [2, 3]}},
+    # warps from 4: the scan's [BLOCK_D, 16, BLOCK_L] tensors live in registers (2 warps at 8 x 64 spill 310 words);
+    # num_stages 1 only: no dot, and 1, 2, 3 give the same cubin
+    "selective_scan": {"file": "examples/selective_scan.py", "role": "held-out-11",
+                       "axes": {"BLOCK_D": [1, 2, 4, 8], "BLOCK_L": [8, 16, 32, 64], "num_warps": [4, 8, 16],
+                                "num_stages": [1]}},
+    # BLOCK_T 128 left out (spills 60-530 words at K = 128 with a decay; some need > 227 KiB of shared memory)
+    "linear_attn_fwd": {"file": "examples/linear_attn_fwd.py", "role": "held-out-11",
+                        "axes": {"BLOCK_T": [16, 32, 64], "BLOCK_V": [16, 32, 64, 128], "num_warps": [4, 8],
+                                 "num_stages": [1, 2, 3]}},
+    # num_warps 1 left out (8 x 8 groups spill 70-94 words); num_stages 1 only: the same cubin for 1, 2, 3
+    "group_quant_fp8": {"file": "examples/group_quant_fp8.py", "role": "held-out-11",
+                        "axes": {"BLOCK_T": [1, 2, 4, 8], "BLOCK_G": [1, 2, 4, 8], "num_warps": [2, 4, 8],
+                                 "num_stages": [1]}},
     "decode_attention": {"card": "decode_attention", "role": "development",
                          "axes": {"BLOCK_T": [16, 32, 64], "BLOCK_H": [16, 32], "num_warps": [2, 4, 8],
                                   "num_stages": [1, 2, 3, 4]},

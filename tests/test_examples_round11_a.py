@@ -44,11 +44,6 @@ HERE = Path(__file__).resolve()
 KERNEL = "lora_shrink"
 TOL = {"bf16": 1.5e-2, "fp16": 2e-3}
 
-# the GPU study's sweep: 2 x 2 x 2 x 2 x 2 x 2 = 64 configs x the 3 POINTS; the integrator
-# moves it into the study's registry. (Every config was compiled for sm_90 with triton 3.6.0
-# at every point; see test_sweep_fits_the_points.)
-SWEEP_AXES = {"BLOCK_M": [16, 64], "BLOCK_N": [16, 64], "BLOCK_K": [64, 256], "SPLIT_K": [1, 4],
-              "num_warps": [4, 8], "num_stages": [2, 3]}
 
 
 def _cfg(bm, bn, bk, sk, w, s):
@@ -174,6 +169,7 @@ def test_cases_cover_every_tunable_value():
     """Each tunable takes at least two values over the cases (every value of SWEEP_AXES among
     them); the row, rank and K tails, EVEN_K, the split shares, empty and base-model segments,
     both layouts, both outputs, both index dtypes and both dtypes are hit."""
+    SWEEP_AXES = H.study_sweeps([KERNEL], "held-out-11")[KERNEL][2]     # the study's sweep (scripts/rank_study.py SWEEPS)
     mod = load_example(KERNEL)
     H.assert_tunables_covered(CASES)
     cases = list(CASES[KERNEL].items())
@@ -241,6 +237,7 @@ def test_sweep_fits_the_points():
     registers (the most at BLOCK_M 64 x BLOCK_N 64 x BLOCK_K 256, 4 warps), 4-192 KiB of shared
     memory: num_stages x (BLOCK_M + BLOCK_N) x BLOCK_K x 2 bytes at BLOCK_M 64, (num_stages - 1)
     x that at BLOCK_M 16.)"""
+    SWEEP_AXES = H.study_sweeps([KERNEL], "held-out-11")[KERNEL][2]     # the study's sweep (scripts/rank_study.py SWEEPS)
     mod = load_example(KERNEL)
     assert list(SWEEP_AXES) == list(mod.TUNABLES) and all(len(v) >= 2 for v in SWEEP_AXES.values())
     cfgs = [dict(zip(SWEEP_AXES, v)) for v in itertools.product(*SWEEP_AXES.values())]
@@ -466,6 +463,7 @@ def test_k_loop_is_pipelined(shared_cache):
     """The K loop's loads are software-pipelined for sm_90: the shared memory is num_stages copies
     of the x and A tiles at BLOCK_M 64, num_stages - 1 at BLOCK_M 16 (why SWEEP_AXES varies
     num_stages)."""
+    SWEEP_AXES = H.study_sweeps([KERNEL], "held-out-11")[KERNEL][2]     # the study's sweep (scripts/rank_study.py SWEEPS)
     from occmodel import compile_kernel
 
     mod = load_example(KERNEL)

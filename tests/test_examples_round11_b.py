@@ -41,13 +41,6 @@ HERE = Path(__file__).resolve()
 KERNEL = "selective_scan"
 TOL = {"bf16": 1.5e-2, "fp16": 2e-3, "fp32": 1e-5}
 
-# the GPU study's sweep: 4 x 4 x 3 = 48 configs x the 3 POINTS (the integrator moves it into the
-# study's registry). The scan's [BLOCK_D, N, BLOCK_L] tensors live in registers, BLOCK_D BLOCK_L
-# N / (32 num_warps) elements of each a thread: the warps run from 4 (not 2) so that the largest
-# tile has 64 a thread (8 x 16 x 64 at 4 warps: 255 registers and a few spilled words; twice that
-# spills hundreds of words and compiles for tens of seconds). num_stages has one value: no dot and
-# Triton does not pipeline these loads (1, 2 and 3 give the same cubin, checked below).
-SWEEP_AXES = {"BLOCK_D": [1, 2, 4, 8], "BLOCK_L": [8, 16, 32, 64], "num_warps": [4, 8, 16], "num_stages": [1]}
 
 
 def _cfg(bd, bl, w, s=1):
@@ -142,6 +135,7 @@ def test_cases_cover_every_tunable_value():
     """Each tunable takes at least two values over the cases and the sweep's values are all
     among them; the D, L and N tails, exact tiles, one-chunk and many-chunk sequences, every flag
     both ways and every dtype are hit."""
+    SWEEP_AXES = H.study_sweeps([KERNEL], "held-out-11")[KERNEL][2]     # the study's sweep (scripts/rank_study.py SWEEPS)
     mod = load_example(KERNEL)
     H.assert_tunables_covered(CASES)
     cases = list(CASES[KERNEL].values())
@@ -166,6 +160,7 @@ def test_sweep_fits_the_points():
     16 KiB of shared memory (the reduction over N crosses warps). One spills: 8 x 64 at 4 warps
     at the bf16 and fp16 points, 44 words a thread at 255 registers; at the fp32 point the same
     config fits in 255 registers.)"""
+    SWEEP_AXES = H.study_sweeps([KERNEL], "held-out-11")[KERNEL][2]     # the study's sweep (scripts/rank_study.py SWEEPS)
     mod = load_example(KERNEL)
     assert list(SWEEP_AXES) == list(mod.TUNABLES)
     assert all(len(v) >= 2 for k, v in SWEEP_AXES.items() if k != "num_stages") and SWEEP_AXES["num_stages"] == [1]
@@ -343,6 +338,7 @@ def test_other_points_and_flags_compile(shared_cache, arch):
 def test_num_stages_leaves_the_cubin_alone(shared_cache):
     """No dot and no pipelined load: num_stages 1, 2, 3 compile to the same cubin for sm_90 (why
     SWEEP_AXES holds num_stages at 1)."""
+    SWEEP_AXES = H.study_sweeps([KERNEL], "held-out-11")[KERNEL][2]     # the study's sweep (scripts/rank_study.py SWEEPS)
     from occmodel import compile_kernel
 
     mod = load_example(KERNEL)

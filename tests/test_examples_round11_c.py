@@ -40,17 +40,6 @@ HERE = Path(__file__).resolve()
 KERNEL = "linear_attn_fwd"
 TOL = {"bf16": 1.5e-2, "fp16": 2e-3}
 
-# the GPU study's sweep: 3 x 4 x 2 x 3 = 72 configs x the 3 POINTS; the integrator moves it
-# into the study's registry. num_stages is swept: the loop's q, k, v loads feed tl.dot, so
-# Triton pipelines them (1, 2 and 3 give different cubins, checked below). BLOCK_T = 128 is
-# left out: at K = 128 with a decay it spills 60-530 words a thread at every BLOCK_V and warp
-# count, and some of its configs need more than the 227 KiB of shared memory a block may have.
-SWEEP_AXES = {
-    "BLOCK_T": [16, 32, 64],
-    "BLOCK_V": [16, 32, 64, 128],
-    "num_warps": [4, 8],
-    "num_stages": [1, 2, 3],
-}
 
 
 def _cfg(bt, bv, w, s):
@@ -137,6 +126,7 @@ def test_cases_cover_every_tunable_value():
     """Each tunable takes at least two values over the cases (every sweep value of BLOCK_T,
     BLOCK_V, num_warps and num_stages, and BLOCK_T 128 beyond them); the T, V and K masks, both decay
     settings and both dtypes are hit."""
+    SWEEP_AXES = H.study_sweeps([KERNEL], "held-out-11")[KERNEL][2]     # the study's sweep (scripts/rank_study.py SWEEPS)
     mod = load_example(KERNEL)
     H.assert_tunables_covered(CASES)
     cases = list(CASES[KERNEL].values())
@@ -160,6 +150,7 @@ def test_sweep_fits_the_points():
     BLOCK_T 64 (2-26), and BLOCK_T 64 x BLOCK_V 64 at 4 warps (10-24); at K = 64 only BLOCK_T 64
     x BLOCK_V 128 at 4 warps and 3 stages, 2 words: the fp32 state alone is K x BLOCK_V / 128
     registers a thread at 4 warps.)"""
+    SWEEP_AXES = H.study_sweeps([KERNEL], "held-out-11")[KERNEL][2]     # the study's sweep (scripts/rank_study.py SWEEPS)
     mod = load_example(KERNEL)
     assert set(SWEEP_AXES) == set(mod.TUNABLES) and all(len(v) >= 2 for v in SWEEP_AXES.values())
     cfgs = [dict(zip(SWEEP_AXES, v)) for v in itertools.product(*SWEEP_AXES.values())]
@@ -314,6 +305,7 @@ def test_every_point_compiles(shared_cache, arch):
 def test_num_stages_changes_the_cubin(shared_cache):
     """The loop's q, k, v loads feed tl.dot and are pipelined: num_stages 1, 2, 3 give three
     cubins for sm_90 with growing shared memory (why SWEEP_AXES sweeps it)."""
+    SWEEP_AXES = H.study_sweeps([KERNEL], "held-out-11")[KERNEL][2]     # the study's sweep (scripts/rank_study.py SWEEPS)
     from occmodel import compile_kernel
 
     mod = load_example(KERNEL)

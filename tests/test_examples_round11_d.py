@@ -43,11 +43,6 @@ HERE = Path(__file__).resolve()
 KERNEL = "group_quant_fp8"
 TOL = {"bf16": 1e-6, "fp16": 1e-6, "fp32": 1e-6}      # y against the reference: equal (x 448)
 
-# the GPU study's sweep: 4 x 4 x 3 = 48 configs x the 3 POINTS (the integrator moves it into
-# the study's registry). num_stages has one value: the group loop has no dot and Triton does
-# not pipeline its loads (1, 2 and 3 give the same cubin, checked below). num_warps 1 is left
-# out: at 8 x 8 groups (8192 elements, 256 a thread) it spills 70-94 words a thread.
-SWEEP_AXES = {"BLOCK_T": [1, 2, 4, 8], "BLOCK_G": [1, 2, 4, 8], "num_warps": [2, 4, 8], "num_stages": [1]}
 
 
 def _cfg(bt, bg, w, s):
@@ -149,6 +144,7 @@ def test_cases_cover_every_tunable_value():
     """Each tunable takes at least two values over the cases (each swept value among them or
     bracketed by them); the token and group tails, every group size, both scale layouts and
     every dtype are hit."""
+    SWEEP_AXES = H.study_sweeps([KERNEL], "held-out-11")[KERNEL][2]     # the study's sweep (scripts/rank_study.py SWEEPS)
     mod = load_example(KERNEL)
     H.assert_tunables_covered(CASES)
     cases = list(CASES[KERNEL].values())
@@ -173,6 +169,7 @@ def test_sweep_fits_the_points():
     holds more than 128 elements a thread. (Every config was compiled for sm_90 with triton
     3.6.0 at every point: all 144 compile in < 20 s, 26-175 registers, no spills, 8-256 B of
     shared memory: the cross-warp scratch of the group max / the scales' layout conversion.)"""
+    SWEEP_AXES = H.study_sweeps([KERNEL], "held-out-11")[KERNEL][2]     # the study's sweep (scripts/rank_study.py SWEEPS)
     mod = load_example(KERNEL)
     assert set(SWEEP_AXES) == set(mod.TUNABLES)
     assert all(len(v) >= 2 for k, v in SWEEP_AXES.items() if k != "num_stages") and SWEEP_AXES["num_stages"] == [1]
@@ -327,6 +324,7 @@ def test_other_points_compile(shared_cache, arch):
 def test_num_stages_leaves_the_cubin_alone(shared_cache):
     """No dot and no pipelined load: num_stages 1, 2, 3 compile to the same cubin for sm_90 (why
     SWEEP_AXES holds num_stages at 1)."""
+    SWEEP_AXES = H.study_sweeps([KERNEL], "held-out-11")[KERNEL][2]     # the study's sweep (scripts/rank_study.py SWEEPS)
     from occmodel import compile_kernel
 
     mod = load_example(KERNEL)
