@@ -289,6 +289,16 @@ def loop_iterations(cfg, point) -> int:
     return -(-steps // triton.cdiv(point["B"], cfg["SEGS"]))
 
 
+def cta_iterations(cfg, point) -> list[int]:
+    """Row steps of each CTA in launch order (program id = segment group x column blocks, columns
+    fastest): the sum over its SEGS segments of ceil(len / BLOCK_L) (make_inputs' seed-0 lengths)."""
+    lens = _lengths_cached(int(point["B"]), int(point["L"]), 0)
+    steps = ((lens + cfg["BLOCK_L"] - 1) // cfg["BLOCK_L"]).tolist()
+    segs, n_dblk = cfg["SEGS"], triton.cdiv(point["D"], cfg["BLOCK_D"])
+    per_group = [sum(steps[g:g + segs]) for g in range(0, len(steps), segs)]
+    return [n for n in per_group for _ in range(n_dblk)]
+
+
 def example_args(cfg, point) -> dict:
     """The launch arguments of `_kernel` for `cfg` at `point`, on the meta device (no memory)."""
     import torch

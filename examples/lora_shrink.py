@@ -389,6 +389,24 @@ def loop_iterations(cfg, point) -> int:
     return triton.cdiv(triton.cdiv(point["H"], cfg["BLOCK_K"]), cfg["SPLIT_K"])
 
 
+def cta_iterations(cfg, point) -> list[int]:
+    """K tiles each program of grid(cfg, point) runs, in launch order (x fastest, then split, then
+    segment): 0 for a row block past its segment's end or a base-model segment (-1: zeros, no loop),
+    else its split's share of the K tiles."""
+    lens, ids = segment_plan(point)
+    tiles_n = triton.cdiv(point["R"], cfg["BLOCK_N"])
+    gx, splits, segs = _grid(int(lens.max()), point["R"], point["S"], cfg)
+    k_tiles = triton.cdiv(point["H"], cfg["BLOCK_K"])
+    per = triton.cdiv(k_tiles, splits)
+    share = [max(0, min(per, k_tiles - sp * per)) for sp in range(splits)]
+    out = []
+    for seg in range(segs):
+        n_rows, live = int(lens[seg]), int(ids[seg]) >= 0
+        for sp in range(splits):
+            out += [share[sp] if live and (x // tiles_n) * cfg["BLOCK_M"] < n_rows else 0 for x in range(gx)]
+    return out
+
+
 def secondary_kernels(cfg, point) -> list[dict]:
     """``_reduce_kernel`` (run when SPLIT_K > 1), for rank: one CTA per REDUCE_BLOCK output
     elements, SPLIT_K steps each reading REDUCE_BLOCK fp32 partials that `_kernel` just wrote

@@ -171,6 +171,24 @@ class BareKernel(KernelCard):
         f = self._hook("loop_iterations")
         return None if f is None else int(f(cfg, point))
 
+    def cta_iterations(self, cfg, point):
+        """The launcher's cta_iterations(cfg, point): one int >= 0 per CTA of grid(cfg, point), in launch
+        order; None without the hook."""
+        f = self._hook("cta_iterations")
+        if f is None:
+            return None
+        got = f(cfg, point)
+        grid = self.grid(cfg, point)
+        try:
+            its = [int(x) for x in got]
+        except (TypeError, ValueError):
+            its = None
+        if its is None or len(its) != grid or min(its, default=0) < 0:
+            raise KernelError(f"launcher of {self.name}: cta_iterations(cfg, point) must give one int >= 0 per CTA "
+                              f"of grid(cfg, point) = {grid}; got {type(got).__name__} of "
+                              f"{len(its) if its is not None else '?'} values")
+        return its
+
     def bytes_moved(self, cfg, point):
         f = self._hook("bytes_moved")
         return None if f is None else int(f(point))

@@ -28,7 +28,7 @@ import importlib.util
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from ._lazy import sympy
 
@@ -119,6 +119,7 @@ class KernelCard:
     signature / constexprs       required for compiling    --
     sweep()                      [the baseline]            accuracy sweeps the flags' product
     grid / loop_iterations       None (unknown)            rank refuses, naming the missing hook
+    cta_iterations               None (all CTAs alike)     rank runs every CTA loop_iterations times
     bytes_moved / flops          None (unknown)            bandwidth columns say "unknown"
     make_inputs / launch         KernelError               validate needs them (a launcher)
     reference                    None (no check)           "timed without a correctness check"
@@ -236,6 +237,12 @@ class KernelCard:
 
     def loop_iterations(self, cfg: Config, point: Mapping[str, Any]) -> int | None:
         """Main-loop iterations each CTA runs (what a num_stages pipeline must fill; None: unknown)."""
+        return None
+
+    def cta_iterations(self, cfg: Config, point: Mapping[str, Any]) -> Sequence[int] | None:
+        """Main-loop iterations of every CTA in launch order (program id x fastest) when they differ --
+        ragged work such as segments of different lengths; 0 for a CTA that returns at once. None:
+        every CTA runs loop_iterations."""
         return None
 
     def bytes_moved(self, cfg: Config, point: Mapping[str, Any]) -> int | None:

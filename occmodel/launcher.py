@@ -14,6 +14,7 @@ anywhere)::
     def flops(point): ...                                 # optional
     def grid(cfg, point): ...                             # optional: CTAs of one launch, or the grid tuple (rank)
     def loop_iterations(cfg, point): ...                  # optional: main-loop iterations per CTA (rank)
+    def cta_iterations(cfg, point): ...                   # optional: iterations of each CTA when they differ
     def example_args(cfg, point): ...                     # optional: launch args -> Triton's specialization
     def torch_baseline(inputs): ...                       # optional: a torch version to time beside it
     def secondary_kernels(cfg, point): ...                # optional: the launch's further kernels, for rank:
@@ -37,7 +38,7 @@ from .errors import KernelError
 
 REQUIRED = ("make_inputs", "launch")
 OPTIONAL = ("reference", "bytes_moved", "flops", "grid", "loop_iterations", "example_args", "torch_baseline",
-            "secondary_kernels")
+            "secondary_kernels", "cta_iterations")
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class Launcher:
     example_args: Callable[[Mapping[str, Any], Mapping[str, Any]], Any] | None = None
     torch_baseline: Callable[[dict], Any] | None = None
     secondary_kernels: Callable[[Mapping[str, Any], Mapping[str, Any]], Any] | None = None
+    cta_iterations: Callable[[Mapping[str, Any], Mapping[str, Any]], Any] | None = None
     points: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
     baseline: Mapping[str, Any] | None = None
     name: str = ""

@@ -83,6 +83,12 @@ program ids can be placed on.
     spill_s = n_spills x 4 B x 2 x threads x n x grid / BW_L2  (stores + reloads, compiled only)
     total   = kernel + secondary kernels + (1 + secondary kernels) x launch
 
+A launch whose CTAs run different iteration counts (``cta_iterations(cfg, point)``: segments of
+different lengths; 0 for a CTA that returns at once) is list-scheduled instead: in launch order onto
+SMs x B slots, each CTA costing its iterations x step(c) (+ L when pipelined; L alone with no
+iterations), c = the working CTAs per SM up to B; per-iteration bytes and flops divide by the
+launch's total iterations.
+
 A kernel's secondary kernels (``secondary_kernels(cfg, point)``, e.g. decode's split-KV
 combine) are costed by the same step with their own grid, iterations and bytes; a loop
 that reads what the main kernel just wrote waits the L2 latency per unpipelined iteration.
@@ -493,6 +499,24 @@ def _kernel(r: _Rates, grid: int, blocks: int, n: int, lp: _Loop, lat: float | N
                    _steps(r, blocks if waves > 1 else c_tail, lp, lat))
 
 
+def _ragged(r: _Rates, iters: Sequence[int], blocks: int, lp: _Loop) -> _Kernel:
+    """CTAs of different lengths (cta_iterations), list-scheduled in launch order onto SMs x blocks
+    slots -- each slot starts the next CTA when its last one ends -- the makespan. A CTA costs its
+    iterations x step(c) plus the first tile's latency L when pipelined; one with no iterations L
+    (it reads its bounds and returns). c: the CTAs with work per SM, at most `blocks` (a launch whose
+    working CTAs fill less than a wave shares each SM among fewer); the thinning tail is not costed."""
+    import heapq
+    slots = r.sms * blocks
+    live = sum(1 for it in iters if it)
+    s, L = step(r, max(1, min(blocks, -(-live // r.sms))), lp), r.latency()
+    first = L if lp.k >= 1 else 0.0
+    free = [0.0] * max(1, min(slots, len(iters)))
+    for it in iters:
+        heapq.heapreplace(free, free[0] + (it * s + first if it else L))
+    waves = -(-len(iters) // slots)
+    return _Kernel(waves, len(iters) - (waves - 1) * slots, max(free), 0.0, _steps(r, blocks, lp))
+
+
 def rates(cal: Calibration, peak_flops: float) -> _Rates:
     from .calibrate import SHARED_BYTES_PER_CLOCK
     clock = cal.shared_bandwidth_gbs * 1e9 / (SHARED_BYTES_PER_CLOCK * cal.sms)
@@ -507,11 +531,13 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
     point = dict(point)
     r = rates(cal, peak_flops)
     grid, n, nbytes, flops = workload(card, cfg, point)
+    ragged = card.cta_iterations(cfg, point)
+    work = grid * n if ragged is None else max(1, sum(ragged))     # CTA-iterations of the launch
     extra = list(card.secondary_kernels(cfg, point))
     launch_s = (1 + len(extra)) * cal.launch_us * 1e-6
     B = res.blocks_per_sm
     k = min(res.ahead, n)
-    d = max(0.0, nbytes - sum(x.grid * x.iterations * x.dram_bytes for x in extra)) / (grid * n)
+    d = max(0.0, nbytes - sum(x.grid * x.iterations * x.dram_bytes for x in extra)) / work
     miss = None
     if res.reread_again and B > 0:
         trips = n / max(1, res.passes)                # each pass's iterations (passes of equal length)
@@ -523,10 +549,10 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
         import numpy as np
         rv = res.strips.revisits(r.sms * B)
         revisit = sum(b * float(np.sum(reread_miss(st, l2_bytes))) for b, st in zip(rv.nbytes, rv.streamed))
-        d += revisit / (grid * n)
+        d += revisit / work
     t = float(res.tile_bytes)
     s = float(res.shared_reads)
-    f = float(res.dot_flops) if res.dot_flops else flops / (grid * n)
+    f = float(res.dot_flops) if res.dot_flops else flops / work
     common = dict(config=dict(cfg), point=point, source=res.source, blocks_per_sm=B, grid=grid, iterations=n,
                   tiles_in_flight=k, dram_per_iter=d, tile_per_iter=t, shared_per_iter=s, flops_per_iter=f,
                   roofline_mem_s=nbytes / r.bw, roofline_comp_s=flops / r.peak, launch_s=launch_s,
@@ -540,12 +566,12 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
                         secondary_s=0.0, spill_s=0.0, total_s=inf, bound="does not fit", **common)
     lp = _Loop(d, t, s, f, k, max(1, res.unroll), res.threads // 32, res.batches, res.hoist, res.issue_per_iter,
                res.exchange_cycles)
-    main = _kernel(r, grid, B, n, lp)
+    main = _kernel(r, grid, B, n, lp) if ragged is None else _ragged(r, ragged, B, lp)
     second = sum(_kernel(r, x.grid, x.blocks_per_sm, x.iterations,
                          _Loop(float(x.dram_bytes), float(x.tile_bytes), 0.0, 0.0, min(x.ahead, x.iterations)),
                          None if x.dram_bytes else r.l2_lat).total_s
                  for x in extra)
-    spill_s = res.n_spills * 4 * 2 * res.threads * n * grid / r.l2
+    spill_s = res.n_spills * 4 * 2 * res.threads * work / r.l2
     terms = main.terms
     c_first = min(B, max(1, -(-grid // r.sms)))        # CTAs per SM of the first wave
     return Estimate(fits=True, slots=r.sms * B, waves=main.waves, tail_ctas=main.tail_ctas,

@@ -325,3 +325,20 @@ def test_points_may_hold_flags_and_dtype_names():
                                                           points=({"M": 512, "bias": False, "dtype": "bf16"},)))
     assert k.resolve_point({}) == {"M": 512, "bias": False, "dtype": "bf16"}
     assert k.resolve_point({"bias": "True", "dtype": "fp16", "M": "1024"}) == {"M": 1024, "bias": True, "dtype": "fp16"}
+
+
+def test_a_launchers_cta_iterations_must_give_one_count_per_cta():
+    from occmodel.bare import bare_kernel
+    from occmodel.card import load_object
+    from occmodel.errors import KernelError
+    from occmodel.launcher import Launcher
+    fn = load_object(KERNEL)
+
+    def kernel(counts):
+        return bare_kernel(fn, signature=SIG, launcher=Launcher(dict, lambda inputs, cfg: None, name="ragged",
+                                                                grid=lambda cfg, point: (2, 2),
+                                                                cta_iterations=lambda cfg, point: counts))
+    assert kernel([3, 0, 1, 2]).cta_iterations({}, {}) == [3, 0, 1, 2]     # one per CTA of the 2 x 2 grid
+    for bad in ([3, 0, 1], [3, 0, 1, -1], None):
+        with pytest.raises(KernelError, match=r"one int >= 0 per CTA of grid\(cfg, point\) = 4"):
+            kernel(bad).cta_iterations({}, {})

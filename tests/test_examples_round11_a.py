@@ -535,3 +535,20 @@ if __name__ == "__main__":
         _run_prefilled()
     else:
         _run_cases()
+
+
+def test_cta_iterations_count_the_live_programs():
+    """rank's ragged schedule: one count per program of grid(); the programs with work are the row
+    blocks inside their segment (base-model segments have none), each running its split's K tiles."""
+    mod = load_example(KERNEL)
+    import math
+    pt = mod.POINTS[0]
+    lens, ids = mod.segment_plan(pt)
+    for cfg in ({"BLOCK_M": 64, "BLOCK_N": 16, "BLOCK_K": 64, "SPLIT_K": 1}, {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 256, "SPLIT_K": 4}):
+        its = mod.cta_iterations(cfg, pt)
+        assert len(its) == math.prod(mod.grid(cfg, pt))
+        live = sum(-(-int(n) // cfg["BLOCK_M"]) for n, a in zip(lens.tolist(), ids.tolist()) if a >= 0)
+        tiles_n = -(-pt["R"] // cfg["BLOCK_N"])
+        assert sum(1 for x in its if x) == live * tiles_n * cfg["SPLIT_K"]
+        # every live program's share: the K tiles split SPLIT_K ways
+        assert sum(its) == live * tiles_n * -(-pt["H"] // cfg["BLOCK_K"])

@@ -379,3 +379,17 @@ if __name__ == "__main__":
         _run_prefilled()
     else:
         H.run_cases(sys.argv[1], CASES[sys.argv[1]], TOL, prepare=_prepare, baseline=True)
+
+
+def test_cta_iterations_sum_the_groups_row_steps():
+    """rank's ragged schedule: each CTA's row steps, sum(ceil(len / BLOCK_L)) over its SEGS segments,
+    repeated over the column blocks."""
+    mod = load_example(KERNEL)
+    pt = mod.POINTS[0]
+    cfg = {"BLOCK_L": 32, "BLOCK_D": 64, "SEGS": 4}
+    its = mod.cta_iterations(cfg, pt)
+    assert len(its) == mod.grid(cfg, pt)
+    lens = mod._lengths_cached(pt["B"], pt["L"], 0).tolist()
+    n_dblk = -(-pt["D"] // 64)
+    assert sum(its) == n_dblk * sum(-(-n // 32) for n in lens)
+    assert its[:n_dblk] == [sum(-(-n // 32) for n in lens[:4])] * n_dblk

@@ -297,3 +297,31 @@ def test_study_figure_draws_a_panel_per_case_and_names_a_missing_calibration(tmp
                            str(out), "--calibration", "datasheet"], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2 and "calibration 'datasheet'" in proc.stderr and "measured 1" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+class Ragged(Stream):
+    """The toy card with one iteration count per CTA (point["iters"])."""
+
+    def cta_iterations(self, cfg, point):
+        return point["iters"]
+
+
+def test_ragged_ctas_are_list_scheduled():
+    card = Ragged(name="ragged", summary="", params=(), baseline={})
+    # 10 SMs x 1 slot; 20 CTAs: two of 10 iterations, eight that return at once, ten of 1 iteration.
+    # unpipelined (ahead 0): a CTA costs iterations x step; step = L (1 us) + nothing else worth a
+    # digit (1,000 B / 1e11 B/s per SM = 1e-8 s of DRAM, smoothed in); an empty CTA costs L
+    iters = [10, 10] + [0] * 8 + [1] * 10
+    p = {"grid": 20, "n": 1, "bytes": 30 * 1000, "flops": 0, "iters": iters}
+    e = est(p, blocks=1, ahead=0, card=card)
+    # bytes per iteration: 30,000 B over the launch's 30 iterations -> d = 1,000 B
+    assert e.dram_per_iter == pytest.approx(1000)
+    step = e.step_s
+    assert step == pytest.approx(1e-6, rel=1e-3)
+    # slots 0-1 take the long CTAs (10 steps); slots 2-9 the empty ones (L each), then the ten short
+    # CTAs (1 step each) go to the free slots: 8 at L + step, the last 2 at 2 L + 2 step -> the makespan
+    # is the long CTAs' 10 steps
+    assert e.waves_s == pytest.approx(10 * step)
+    # the same work without the hook: 20 CTAs of loop_iterations = 1 -> 2 waves of 1 step each
+    flat = est({**p, "n": 1}, blocks=1, ahead=0)
+    assert flat.waves_s == pytest.approx(2 * flat.step_s)
