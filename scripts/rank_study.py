@@ -166,6 +166,24 @@ SWEEPS: dict[str, dict[str, Any]] = {
     "group_quant_fp8": {"file": "examples/group_quant_fp8.py", "role": "held-out-11",
                         "axes": {"BLOCK_T": [1, 2, 4, 8], "BLOCK_G": [1, 2, 4, 8], "num_warps": [2, 4, 8],
                                  "num_stages": [1]}},
+    # round 12 (held out; the helpers' sweeps, every config compiled for sm_90 with triton 3.6.0 first)
+    # BLOCK_N 256 left out: a 128 x 256 tile on 4 warps spills 174-254 words (the int32 accumulator alone is
+    # 256 registers a thread)
+    "w8a8_gemm": {"file": "examples/w8a8_gemm.py", "role": "held-out-12",
+                  "axes": {"BLOCK_M": [64, 128], "BLOCK_N": [64, 128], "BLOCK_K": [64, 128], "GROUP_M": [1, 8],
+                           "num_warps": [4, 8], "num_stages": [3, 4]}},
+    # num_stages 1 only: no dot, and 1, 2, 3 give the same cubin
+    "expert_histogram": {"file": "examples/expert_histogram.py", "role": "held-out-12",
+                         "axes": {"BLOCK": [512, 1024, 2048, 4096], "STEPS": [1, 4, 16], "num_warps": [2, 4, 8, 16],
+                                  "num_stages": [1]}},
+    # num_stages 1 only: no dot, and 1, 2, 3 give the same cubin
+    "embedding_bag": {"file": "examples/embedding_bag.py", "role": "held-out-12",
+                      "axes": {"BLOCK_D": [64, 128, 256], "BLOCK_I": [8, 16, 32], "BLOCK_B": [1, 4], "num_warps": [2, 4, 8],
+                               "num_stages": [1]}},
+    # BLOCK_N 128 and BLOCK_M 128 left out: at D = 128 on 4 warps they spill 144-572 words (the fp32 dK, dV
+    # accumulators alone are 2 x BLOCK_N x 128 / 128 registers a thread)
+    "attn_bwd_dkdv": {"file": "examples/attn_bwd_dkdv.py", "role": "held-out-12",
+                      "axes": {"BLOCK_M": [16, 32, 64], "BLOCK_N": [32, 64], "num_warps": [4, 8], "num_stages": [1, 2, 3, 4]}},
     "decode_attention": {"card": "decode_attention", "role": "development",
                          "axes": {"BLOCK_T": [16, 32, 64], "BLOCK_H": [16, 32], "num_warps": [2, 4, 8],
                                   "num_stages": [1, 2, 3, 4]},

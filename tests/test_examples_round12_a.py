@@ -42,18 +42,6 @@ HERE = Path(__file__).resolve()
 KERNEL = "w8a8_gemm"
 TOL = {"bf16": 1.5e-2, "fp16": 2e-3}
 
-# the GPU study's sweep (2^6 = 64 configs x the 3 POINTS); the integrator moves it into the study's registry.
-# Compiled for sm_90 with triton 3.6 at every point (see test_sweep_fits_the_points). BLOCK_N = 256 is
-# left out: a 128 x 256 tile at 4 warps spills 174-254 words a thread (its int32 accumulator alone is
-# 256 registers a thread), and the product would carry 8 such configs.
-SWEEP_AXES = {
-    "BLOCK_M": [64, 128],
-    "BLOCK_N": [64, 128],
-    "BLOCK_K": [64, 128],
-    "GROUP_M": [1, 8],
-    "num_warps": [4, 8],
-    "num_stages": [3, 4],
-}
 
 
 def _cfg(bm, bn, bk, g, w, s):
@@ -183,6 +171,7 @@ def test_sweep_fits_the_points():
     memory; the [K, N] weight point (N contiguous) takes 16-80 KiB where the K-contiguous points take
     24-128 KiB: BASELINE's 80 KiB there is A's 4 stages and one B tile, so B's transposed int8 tile
     is not multi-buffered.)"""
+    SWEEP_AXES = H.study_sweeps([KERNEL], "held-out-12")[KERNEL][2]     # the study's sweep (scripts/rank_study.py SWEEPS)
     mod = load_example(KERNEL)
     assert set(SWEEP_AXES) == set(mod.TUNABLES) and all(len(v) >= 2 for v in SWEEP_AXES.values())
     cfgs = [dict(zip(SWEEP_AXES, v)) for v in itertools.product(*SWEEP_AXES.values())]

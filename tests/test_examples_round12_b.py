@@ -39,8 +39,6 @@ HERE = Path(__file__).resolve()
 KERNEL = "expert_histogram"
 TOL = {"int32": 0.0, "int64": 0.0}          # counts are exact: equal the reference
 
-# the GPU study's sweep (48 configs x the 3 POINTS); the integrator moves it into the study's registry
-SWEEP_AXES = {"BLOCK": [512, 1024, 2048, 4096], "STEPS": [1, 4, 16], "num_warps": [2, 4, 8, 16], "num_stages": [1]}
 
 
 def _cfg(b, s, w, st=1):
@@ -134,6 +132,7 @@ def test_cases_cover_every_tunable_value():
     """Each tunable takes at least two values over the cases and the cases bracket each swept
     value; the slot tail, a single exact CTA, many CTAs, E not a power of two and below 32,
     and both id dtypes are hit."""
+    SWEEP_AXES = H.study_sweeps([KERNEL], "held-out-12")[KERNEL][2]     # the study's sweep (scripts/rank_study.py SWEEPS)
     mod = load_example(KERNEL)
     H.assert_tunables_covered(CASES)
     cases = list(CASES[KERNEL].values())
@@ -156,6 +155,7 @@ def test_sweep_fits_the_points():
     compiled for sm_90 with triton 3.6.0 at every point: all 144 compile, each in < 3 s, 12-71
     registers, no spills, 128-1024 B of shared memory: the warps' partial histograms, E_P bins
     padded to >= 32.)"""
+    SWEEP_AXES = H.study_sweeps([KERNEL], "held-out-12")[KERNEL][2]     # the study's sweep (scripts/rank_study.py SWEEPS)
     mod = load_example(KERNEL)
     assert set(SWEEP_AXES) == set(mod.TUNABLES)
     assert all(len(v) >= 2 for k, v in SWEEP_AXES.items() if k != "num_stages") and SWEEP_AXES["num_stages"] == [1]
@@ -293,6 +293,7 @@ def test_other_points_compile(shared_cache, arch):
 def test_num_stages_leaves_the_cubin_alone(shared_cache):
     """No dot and no pipelined load: num_stages 1, 2, 3 compile to the same cubin for sm_90 (why
     SWEEP_AXES holds num_stages at 1)."""
+    SWEEP_AXES = H.study_sweeps([KERNEL], "held-out-12")[KERNEL][2]     # the study's sweep (scripts/rank_study.py SWEEPS)
     from occmodel import compile_kernel
 
     mod = load_example(KERNEL)

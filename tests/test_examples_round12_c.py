@@ -87,10 +87,6 @@ COMPILE_CFGS: dict[str, list[dict]] = {
     KERNEL: [_cfg(128, 16, 1, 4, 1), _cfg(256, 32, 4, 8, 1), _cfg(64, 8, 1, 2, 1), _cfg(256, 32, 4, 2, 1)],
 }
 
-# the GPU study's sweep: 3 x 3 x 2 x 3 = 54 configs. num_stages has one value: there is no
-# dot and Triton does not pipeline these loads (1, 2 and 3 give the same cubin, checked below).
-SWEEP_AXES = {"BLOCK_D": [64, 128, 256], "BLOCK_I": [8, 16, 32], "BLOCK_B": [1, 4], "num_warps": [2, 4, 8],
-              "num_stages": [1]}
 
 
 def _prepare(name: str, point: dict, inputs: dict) -> None:
@@ -208,6 +204,7 @@ def test_sweep_fits_the_points():
     swept over >= 2 values; at every POINT each config is valid, its example_args are the
     point's bytes and it fills the GPU with >= 132 CTAs. (Every config was compiled for sm_90
     with triton 3.6.0 at every point: all compile, no spills.)"""
+    SWEEP_AXES = H.study_sweeps([KERNEL], "held-out-12")[KERNEL][2]     # the study's sweep (scripts/rank_study.py SWEEPS)
     mod = load_example(KERNEL)
     assert set(SWEEP_AXES) == set(mod.TUNABLES)
     assert all(len(v) >= 2 for k, v in SWEEP_AXES.items() if k != "num_stages") and SWEEP_AXES["num_stages"] == [1]
@@ -379,6 +376,7 @@ def test_every_point_compiles(shared_cache, arch):
 def test_num_stages_leaves_the_cubin_alone(shared_cache):
     """No dot and no pipelined load: num_stages 1, 2, 3 compile to the same cubin for sm_90 (why
     SWEEP_AXES holds num_stages at 1)."""
+    SWEEP_AXES = H.study_sweeps([KERNEL], "held-out-12")[KERNEL][2]     # the study's sweep (scripts/rank_study.py SWEEPS)
     from occmodel import compile_kernel
 
     mod = load_example(KERNEL)

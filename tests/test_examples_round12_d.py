@@ -41,10 +41,6 @@ HERE = Path(__file__).resolve()
 KERNEL = "attn_bwd_dkdv"
 TOL = {"bf16": 2e-2, "fp16": 3e-3}
 
-# the GPU study's sweep: 3 x 2 x 2 x 4 = 48 configs (the integrator moves it into the study's
-# registry). BLOCK_N 128 and BLOCK_M 128 are left out: at D = 128 with 4 warps they spill 144-572
-# words (the fp32 dK, dV accumulators alone are 2 x BLOCK_N x 128 / 128 registers a thread).
-SWEEP_AXES = {"BLOCK_M": [16, 32, 64], "BLOCK_N": [32, 64], "num_warps": [4, 8], "num_stages": [1, 2, 3, 4]}
 
 
 def _cfg(bm, bn, w, s):
@@ -122,6 +118,7 @@ def test_cases_cover_every_tunable_value():
     """Each tunable takes at least two values over the cases (every sweep value, and BLOCK_N 16
     beyond them); the T tails, BLOCK_M above and below BLOCK_N, the padded head dims, both
     causal settings and both dtypes are hit."""
+    SWEEP_AXES = H.study_sweeps([KERNEL], "held-out-12")[KERNEL][2]     # the study's sweep (scripts/rank_study.py SWEEPS)
     mod = load_example(KERNEL)
     H.assert_tunables_covered(CASES)
     cases = list(CASES[KERNEL].values())
@@ -146,6 +143,7 @@ def test_sweep_fits_the_points():
     configs each spill a little: BLOCK_M 64 x BLOCK_N 64 at 4 warps (6-24 words, 255 registers),
     BLOCK_M 64 x BLOCK_N 32 at 8 warps with 2-4 stages (2) and BLOCK_M 32 x BLOCK_N 32 at 4 warps
     and 2 stages (2).)"""
+    SWEEP_AXES = H.study_sweeps([KERNEL], "held-out-12")[KERNEL][2]     # the study's sweep (scripts/rank_study.py SWEEPS)
     mod = load_example(KERNEL)
     assert set(SWEEP_AXES) == set(mod.TUNABLES) and all(len(v) >= 2 for v in SWEEP_AXES.values())
     cfgs = [dict(zip(SWEEP_AXES, v)) for v in itertools.product(*SWEEP_AXES.values())]
@@ -313,6 +311,7 @@ def test_every_point_compiles(shared_cache, arch):
 def test_num_stages_changes_the_cubin(shared_cache):
     """The loop's q / dO loads feed tl.dot and are pipelined: num_stages 1 - 4 give four cubins
     for sm_90, shared memory growing from 2 stages on (why SWEEP_AXES sweeps it)."""
+    SWEEP_AXES = H.study_sweeps([KERNEL], "held-out-12")[KERNEL][2]     # the study's sweep (scripts/rank_study.py SWEEPS)
     from occmodel import compile_kernel
 
     mod = load_example(KERNEL)
