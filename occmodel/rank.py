@@ -343,10 +343,15 @@ def unrolled_body(result: Any, n: int, regs: int | None) -> tuple[float, float] 
     run of loads that a store separates (sass.straight_line's load_waves), or once per register-file
     of loaded words when they outnumber the registers (load_batches' limit) -- not n times. Found on
     moe_combine (round 8, topk 8: configs with little in flight ran 1.2-2.3x faster than an n-waits
-    estimate). None when the SASS has a loop, is missing, or n is 1."""
+    estimate). A kernel with no loop at all (n = 1) is costed the same way: its whole listing is its one
+    iteration (until session 10 it got no issue cost, so expert_histogram's STEPS=1 configs -- a
+    256-bin tl.histogram of 512-4,096 ids, no loop -- all sat at the DRAM roof while running 1-26x
+    slower; on the 142 development cases only that kernel moves: Spearman -0.23 / 0.17 / -0.03 ->
+    0.23 / 0.42 / 0.48, #1 / best 13.5 / 1.50 / 5.00 -> 3.61 / 1.10 / 1.04). None when the SASS has a
+    loop or is missing."""
     from . import sass as S
     body = S.straight_line(getattr(result, "sass", None) or "")
-    if body is None or n <= 1:
+    if body is None or n < 1:
         return None
     words = body.global_load_bytes / 4
     waits = max(1.0, body.load_waves, words / regs if regs else 0.0)

@@ -423,8 +423,10 @@ def test_an_unrolled_loop_is_the_whole_listing_spread_over_its_iterations():
     assert R.unrolled_body(result, 4, regs=64) == pytest.approx((17 / 4, 0.5))
     # 40 B = 10 words per thread into 4 registers: 2.5 register-files of loads outnumber the 2 runs
     assert R.unrolled_body(result, 4, regs=4) == pytest.approx((17 / 4, 2.5 / 4))
-    # 1 iteration, or a listing with a loop: not an unrolled body
-    assert R.unrolled_body(result, 1, regs=64) is None
+    # a kernel with no loop at all (1 iteration): the whole listing is that iteration -- 17 issue slots;
+    # its 2 runs of loads are 2 waits, capped at one per iteration (hoisting: <= 1)
+    assert R.unrolled_body(result, 1, regs=64) == pytest.approx((17.0, 1.0))
+    # a listing with a loop: not an unrolled body
     assert R.unrolled_body(SimpleNamespace(sass=LISTING), 4, regs=64) is None
 
 
