@@ -24,7 +24,10 @@ lb + j x step per program id (trips past its upper bound dropped), and all CTAs'
 wave j (the persistent CTAs run together and walk their tiles at about the same pace). A strip is
 then the load's bytes x the main loop's own trips (its bounds, evaluated). The tile loop's carried
 values (iter_args) are unknown past its first trip, so loads that depend on them give no strip; a
-main loop nested deeper gives no strips at all.
+main loop nested deeper gives no strips at all. A tile loop Triton flattens into the K loop
+(``tl.range(..., flatten=True)``, as in Triton's tutorial 09 persistent matmul) is one loop whose tile
+index is a carried value: no strips either (that kernel with flatten=False: GROUP_SIZE_M=1 estimated
+42 % slower than 8 at M, N, K = 4096, 28672, 4096 on sm_90, 6.2 GB re-read against 0.9 GB; not measured).
 
 Contract: pure (string processing and numpy), no torch, no GPU. Checked on triton 3.6 and 3.9
 TTGIR, whose arith / tt ops and func signatures (``%M: i32``, names from the Python source) read
