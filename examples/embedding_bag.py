@@ -252,9 +252,13 @@ def draw_indices(n: int, V: int, zipf: float, gen, device: str = "cuda"):
     import torch
     if zipf == 0:
         return torch.randint(0, V, (n,), generator=gen, device=device)
-    p = torch.arange(1, V + 1, device=device, dtype=torch.float64).pow(-float(zipf)).float()
-    ranks = torch.multinomial(p, n, replacement=True, generator=gen)
-    return torch.randperm(V, generator=gen, device=device)[ranks]
+    # drawn on the CPU from a generator seeded by `gen`: torch.multinomial on CUDA is not
+    # reproducible for one seed (H200, torch 2.11: 28,882 of 524,288 samples differed between
+    # two calls), and make_inputs must give the same inputs for the same seed
+    cpu = torch.Generator().manual_seed(int(torch.randint(0, 2**62, (1,), generator=gen, device=device)))
+    p = torch.arange(1, V + 1, dtype=torch.float64).pow(-float(zipf))
+    ranks = torch.multinomial(p, n, replacement=True, generator=cpu)
+    return torch.randperm(V, generator=cpu)[ranks].to(device)
 
 
 def make_inputs(point, seed: int = 0, device: str = "cuda") -> dict:

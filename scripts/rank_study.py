@@ -317,11 +317,16 @@ def measure_point(kernel, cfgs: list[dict], skip: list[str], point: dict, sample
     full = [full_config(kernel, c) for c in cfgs]
     sets = gpu.input_sets(kernel, full[0], point, l2, seed=100)
 
+    pristine = kernel.make_inputs(full[0], point, device="cuda", seed=100)
+
     def fresh() -> dict:
-        """The first input set as make_inputs builds it, untouched: a kernel that accumulates into an
-        argument (embedding_bwd's grad_weight) changes sets[0] with every launch, so each check runs
-        on its own fresh copy, never on what earlier configs' checks and timings left behind."""
-        return kernel.make_inputs(full[0], point, device="cuda", seed=100)
+        """A copy of the first input set as make_inputs built it, untouched: a kernel that accumulates
+        into an argument (embedding_bwd's grad_weight) changes sets[0] with every launch, so each check
+        runs on its own fresh copy, never on what earlier configs' checks and timings left behind. A
+        clone, not a second make_inputs call: torch.multinomial on CUDA is not reproducible for one
+        seed (session 10: embedding_bag's Zipf indices differed in 9 and 21,395 places between two
+        calls, and every config failed a check against the other call's reference)."""
+        return {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in pristine.items()}
 
     ref = kernel.reference(fresh()).float() if kernel.has_reference() else None
     times: list[list[float]] = [[] for _ in cfgs]
