@@ -89,6 +89,7 @@ def test_compile_signature_and_defines(capsys, no_compile, signature, define):
     (["table", "--warps", "4", "--warps", "8"], "--warps given twice"),
     (["predict", "-D", "BLOCK_T=16", "-D", "BLOCK_T=32"], "-D BLOCK_T given twice"),
     (["rank", "--points", "C=1", "--points", "C=2"], "--points C given twice"),
+    (["rank", "--points", "C=1,ctx=8192"], "one NAME per flag; give --points C=... --points ctx=..."),
     (["table", "--warps", "4,3"], "1 config(s) invalid and skipped"),
     (["rank", "--warps", "4,3"], "1 config(s) invalid and skipped"),
 ])

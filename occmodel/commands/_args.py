@@ -154,6 +154,11 @@ class AppendNamed(argparse.Action):
     def __call__(self, parser, namespace, values, option_string=None):
         items = list(getattr(namespace, self.dest, None) or [])
         name = values[0]
+        inner = next((v for v in values[1] if isinstance(v, str) and "=" in v), None)
+        if inner is not None:
+            other = inner.split("=", 1)[0]
+            parser.error(f"{option_string} {name}=...,{inner}: one NAME per flag; give "
+                         f"{option_string} {name}=... {option_string} {other}=...")
         if any(n == name for n, _ in items):
             parser.error(f"{option_string} {name} given twice; list its values once: "
                          f"{option_string} {name}=V1,V2")
