@@ -66,6 +66,10 @@ class LoopLoad:
     where: str = ""            # "file.py:106" when known
     source: str = ""           # that source line, stripped
     root: str = ""             # the kernel argument the pointer is computed from ("X"; "" when not traced)
+    run_bytes: int = 0         # contiguous bytes per row of the tile in global memory: its extent along the
+                               # layout's fastest dimension (order[0]) x the element size (0: not read)
+    walks_rows: bool = False   # the loop advances the pointer by that extent (a constant): the next
+                               # iteration reads on along the same rows (a K loop over K-contiguous data)
     thread_bytes: float = 0.0  # a plain load: bytes one thread loads (its layout's elements per thread,
                                # replicated elements included); 0 when unknown or pipelined
 
@@ -286,11 +290,16 @@ def _dims(text: str) -> list[int]:
     return [int(d) for d in text.split("x") if d]
 
 
+def _elem_bytes(dtype: str) -> int:
+    """Bytes of one element of a TTGIR element type (fp8 variants: 1; unknown: 4)."""
+    return _BYTES.get(dtype, 1 if dtype.startswith(("f8", "i8")) else 4)
+
+
 def _slot(dims: list[int], dtype: str) -> tuple[str, int]:
     size = 1
     for d in dims:
         size *= d
-    nbytes = size * _BYTES.get(dtype, 1 if dtype.startswith(("f8", "i8")) else 4)
+    nbytes = size * _elem_bytes(dtype)
     return "x".join(map(str, dims + [dtype])) if dims else dtype, nbytes
 
 
@@ -370,6 +379,43 @@ def parse_ttgir(text: str, kernel: str = "", arch: str = "", num_stages: int | N
             return 0.0
         return lay.elements(_dims(m.group(1)), m.group(3), threads) * _BYTES.get(m.group(2), 2)
 
+    def advance(value: str, line: int) -> int | None:
+        """The constant (elements) the loop adds to a pointer value each iteration: the value is
+        `tt.addptr %iter_arg, %c` with %c an `arith.constant dense<V>`, or an iter_arg that such an
+        addptr advances; None when the step is not a constant (a runtime stride) or not found."""
+        before = [d for d in at.get(value, []) if d[0] <= line]
+        if not before:
+            return None
+        _, op, ln = before[-1]
+        steps = [ln] if op == "tt.addptr" else [
+            d[2] for d in (x for v in at.values() for x in v) if d[1] == "tt.addptr"
+            and re.search(rf"tt\.addptr\s+{re.escape(value)}\s*,", d[2])] if op == "iter_arg" else []
+        for st in steps:
+            m = re.search(r"tt\.addptr\s+(%[\w.#-]+)\s*,\s*(%[\w.#-]+)", st)
+            if m and (op == "iter_arg" or defs.get(m.group(1), ("",))[0] == "iter_arg"):
+                c = re.search(r"arith\.constant dense<(-?\d+)>", defs.get(m.group(2), ("", ""))[1])
+                if c:
+                    return int(c.group(1))
+        return None
+
+    def run_bytes(ln: str, line: int) -> tuple[int, bool]:
+        """(contiguous bytes per tile row in global memory, whether the loop walks along those rows)
+        of a load line: the pointer tensor's extent along its blocked layout's order[0] (the coalescing
+        pass orders the contiguous dimension first) x the element size, and whether the loop advances
+        the pointer by exactly that extent; a descriptor block's last dimension (not walked: unknown);
+        (0, False) when neither can be read."""
+        m = re.search(r"tensor<((?:\d+x)+)!tt\.ptr<(\w+)>,\s*(#[\w.]+(?:<\{.*?\}>)?)>", ln)
+        if m:
+            kind, body = lay._resolve(m.group(3))
+            order, dims = _ints(body, "order") if kind == "#ttg.blocked" else [], _dims(m.group(1))
+            if not order or order[0] >= len(dims):
+                return 0, False
+            ptr = re.search(r"(?:tt\.load|async_copy_global_to_local)\s+(%[\w.#-]+)", ln)
+            step = advance(ptr.group(1), line) if ptr else None
+            return dims[order[0]] * _elem_bytes(m.group(2)), step == dims[order[0]]
+        m = _DESC.search(ln)
+        return (_dims(m.group(1))[-1] * _elem_bytes(m.group(2)), False) if m else (0, False)
+
     loops: list[dict[str, Any]] = []
     stack: list[tuple[str, dict | None]] = []        # (op opening a region, loop record or None)
     for no, ln in enumerate(lines):
@@ -379,7 +425,8 @@ def parse_ttgir(text: str, kernel: str = "", arch: str = "", num_stages: int | N
         inner = max((i for i, (_, rec) in enumerate(stack) if rec is not None), default=None)
         if in_func and inner is not None:
             branch = any(kind == "scf.if" for kind, _ in stack[inner + 1:])
-            _collect(stack[inner][1], op, ln, branch, locs, ring_of, mmas, lambda v: root_of(v, no), thread_bytes)
+            _collect(stack[inner][1], op, ln, branch, locs, ring_of, mmas, lambda v: root_of(v, no), thread_bytes,
+                     lambda ln: run_bytes(ln, no))
             _reduction(stack[inner][1], op, ln, lay)
         bare = _STRINGS.sub('""', ln)
         net = bare.count("{") - bare.count("}")
@@ -445,7 +492,8 @@ def _dot(op: str, ln: str, where: str, mmas: Mapping[str, Any]) -> LoopDot | Non
 
 
 def _collect(rec: dict, op: str, ln: str, branch: bool, locs: _Locations, ring_of,
-             mmas: Mapping[str, Any] = {}, root_of=lambda v: "", thread_bytes=lambda ln: 0.0) -> None:
+             mmas: Mapping[str, Any] = {}, root_of=lambda v: "", thread_bytes=lambda ln: 0.0,
+             run_bytes=lambda ln: (0, False)) -> None:
     if op in DOT_OPS:
         rec["dot"] = True
         dot = _dot(op, ln, locs.of(ln)[1], mmas)
@@ -468,10 +516,11 @@ def _collect(rec: dict, op: str, ln: str, branch: bool, locs: _Locations, ring_o
         name = name or re.sub(r"_\d+$", "", ssa) or "?"
         entry = rec["loads"].setdefault((name, where, col) if where else (name, ssa), {
             "name": name, "where": where, "col": col, "file": file, "line": line, "kinds": set(), "rings": {},
-            "plain": None, "branch": False, "root": "", "thread_bytes": 0.0})
+            "plain": None, "branch": False, "root": "", "thread_bytes": 0.0, "run": (0, False)})
         entry["branch"] = entry["branch"] or branch
         ptr = re.search(rf"{re.escape(op)}\s+(%[\w.#-]+)", ln)
         entry["root"] = entry["root"] or (root_of(ptr.group(1)) if ptr else "")
+        entry["run"] = entry["run"] if entry["run"][0] else run_bytes(ln)
         if op in PLAIN_OPS:
             entry["plain"] = _plain_tile(ln)
             entry["thread_bytes"] = thread_bytes(ln)
@@ -523,11 +572,11 @@ def _merge(loads: Mapping[tuple, dict]) -> Iterable[LoopLoad]:
             tiles = [_slot(d[1:], t) for d, t in rings] or [("?", 0)]
             yield LoopLoad(entry["name"], "+".join(sorted(entry["kinds"])), buffers, tiles[0][0],
                            sum(b for _, b in tiles), len(rings), entry["branch"], entry["where"], source,
-                           entry["root"])
+                           entry["root"], *entry["run"])
         else:
             tile, nbytes = entry["plain"] or ("?", 0)
             yield LoopLoad(entry["name"], "plain", 0, tile, nbytes, 0, entry["branch"], entry["where"], source,
-                           entry["root"], entry["thread_bytes"])
+                           entry["root"], *entry["run"], entry["thread_bytes"])
 
 
 def analyze(res: Any) -> PipelineReport:

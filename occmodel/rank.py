@@ -22,7 +22,9 @@ and one iteration of the c co-resident CTAs takes about the slowest of (all time
                                                    per thread / registers per thread, >= 1), h <= 1 the
                                                    waits per iteration left by ptxas issuing several
                                                    iterations' loads together (hoisting)
-                  c x d / (BW / SMs),          (b) its share of DRAM bandwidth
+                  c x d / (e x BW / SMs),      (b) its share of DRAM bandwidth; e <= 1 when a K loop reads
+                                                   rows of fewer than 128 contiguous bytes per iteration
+                                                   and the rest of them in its next ones (short_rows)
                   c x t / (BW_L2 / SMs),       (c) of L2 bandwidth
                   c x s / SMEM_sm,             (d) of shared-memory bandwidth (128 B/clk/SM)
                   c x f / P_sm,                (e) of the tensor cores (P_sm = P / SMs)
@@ -43,7 +45,9 @@ and one iteration of the c co-resident CTAs takes about the slowest of (all time
                                                    reduces a VECTOR across warps (the TTGIR: a tt.reduce
                                                    whose axis spans warps and whose result holds > 1
                                                    element per thread), EXCHANGE_CYCLES_PER_OP (bank
-                                                   conflicts of Triton's scratch: measured, see below)
+                                                   conflicts of Triton's scratch: measured, see below);
+                                                   a sub-word store (STS.U8 / .U16: an 8-bit operand
+                                                   transposed for the tensor cores) always pays that
 
 pmax is a smooth maximum, (sum of term^p)^(1/p) with p = OVERLAP_P: the SM's pipes and the memory
 system overlap, but not perfectly -- two terms of similar size cost more than either alone (a pure
@@ -134,6 +138,11 @@ LATENCY_LOAD_BYTES = 16 * 1024
 # configs with >= 3 barriers in the loop, (measured time per CTA iteration per SM, in cycles) /
 # (warps x shared ops per iteration) has median 9.5, quartiles 5.6 / 14.4, range 3.0-18.7 -- the
 # term is good to about 2x, enough to tell a 2.5-17x slower config from a roofline one.
+# Sub-word stores (STS.U8 / .U16) pay it in any loop with a barrier (session 11, development: w8a8_gemm's
+# [K, N]-weight point, round 12, transposes its int8 weight tile into shared memory with 64-128 STS.U8 per
+# warp per iteration; its best configs ran 6.5-10.5 cycles per shared access, 4-9x slower than the 1-cycle
+# estimate; with the rate Spearman 0.69 -> 0.86 there, #1 / best 1.57 -> 1.00, median |est/meas - 1|
+# 0.83 -> 0.20. Sub-word LOADS -- w8a16_gemm's mma.sync operand reads, LDS.S8 -- ran at full speed.)
 EXCHANGE_CYCLES_PER_OP = 9.5
 # Cycles between one warp's instructions at best, on average (term (f)): dependent arithmetic waits ~4
 # cycles on sm_80..sm_120, and the SASS of a loop has some independent instructions. A scheduler needs
@@ -161,6 +170,16 @@ OVERLAP_P = 4.0
 # (a plain sum): 0.819 / 44 / 57; q = 3: 54 / 65. A small effect, kept for the dequantizing GEMMs.
 LOCKSTEP_P = 2.0
 LOCKSTEP_TERMS = ("issue", "tensor", "exchange")
+# DRAM bandwidth over short rows (short_rows): a K loop that reads r < DRAM_RUN_BYTES contiguous bytes of
+# each row per iteration, and the rest of those rows in its next iterations, streams at r / DRAM_RUN_BYTES
+# of the bandwidth. Found on w8a8_gemm (round 12, development since): at its decode point (M = 64, an
+# [N, K] int8 weight of 470 MB streamed once) every BLOCK_K = 64 config ran 1.4-1.7x slower than its
+# BLOCK_K = 128 twin (120 vs 199 us for 64 x 64 tiles: 3.9 vs 2.4 TB/s), which the model tied; with the
+# term Spearman 0.34 -> 0.83 there, #1 / best 1.66 -> 1.01 (0.68 -> 0.85 at its prefill point). An
+# exponent on the ratio (0.5, 0.75) read 0.75-0.79 at the prefill point; the plain ratio is kept. A
+# [K, N] weight's 64-byte rows (w8a16_gemm's decode point) cost nothing: the loop steps to other rows
+# and the neighbouring CTAs read the rest of them at the same time.
+DRAM_RUN_BYTES = 128
 
 
 # A later pass's re-read hits L2 while the bytes streamed between the two reads (all resident CTAs'
@@ -216,6 +235,7 @@ class Resources:
     hoist: float = 1.0       # an unpipelined loop's latency waits per iteration (<= 1: ptxas issues several
                              # iterations' loads before the first use; see hoisting)
     strips: Any = None       # tile_order.Strips: which operand strip each CTA streams (None: not traced)
+    dram_eff: float = 1.0    # share of DRAM bandwidth the main loop's row lengths reach (short_rows)
 
 
 @dataclass(frozen=True)
@@ -320,7 +340,21 @@ def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any
     return Resources(blocks, threads, loop_tile_bytes(kernel, cfg, point, rep), ahead, int(ev.spills or 0), source,
                      reads, flops, u, issue, barriers, exchange, batches,
                      max(1, passes.count) if passes else 1, passes.first_bytes if passes else 0,
-                     passes.again_bytes if passes else 0, hoist, operand_strips(kernel, cfg, point, ev, rep))
+                     passes.again_bytes if passes else 0, hoist, operand_strips(kernel, cfg, point, ev, rep),
+                     short_rows(rep.main.loads if rep is not None and rep.main else ()))
+
+
+def short_rows(loads: Sequence[Any]) -> float:
+    """The share of DRAM bandwidth a main loop's loads reach: a load whose tile rows are r contiguous bytes
+    in global memory (pipeline.LoopLoad.run_bytes) that the loop walks on along next iteration
+    (walks_rows) streams at min(1, r / DRAM_RUN_BYTES) of the bandwidth; the loads combine by their bytes
+    (a harmonic mean). 1 when no row length is known."""
+    known = [(ld.slot_bytes, ld.run_bytes if ld.walks_rows else DRAM_RUN_BYTES) for ld in loads
+             if ld.run_bytes > 0 and ld.slot_bytes > 0]
+    if not known:
+        return 1.0
+    total = sum(b for b, _ in known)
+    return total / sum(b / min(1.0, r / DRAM_RUN_BYTES) for b, r in known)
 
 
 def operand_strips(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any, rep: Any) -> Any:
@@ -399,7 +433,8 @@ def _sass_loop(result: Any, threads: int, rep: Any) -> tuple[int, float, int, fl
     u = S.unroll(loop, threads, per_iter) if not (rep is not None and rep.ahead) else 1
     vector = main is not None and main.exchange_elements > 1
     k = EXCHANGE_CYCLES_PER_OP if vector else 1.0
-    return u, S.issue_slots(loop) / u, loop.barriers, (loop.shared_ops / u * k if loop.barriers else 0.0)
+    cycles = (loop.shared_ops - loop.narrow_stores) * k + loop.narrow_stores * EXCHANGE_CYCLES_PER_OP
+    return u, S.issue_slots(loop) / u, loop.barriers, (cycles / u if loop.barriers else 0.0)
 
 
 # ------------------------------------------------------------------ model
@@ -438,6 +473,7 @@ class _Loop:
     hoist: float = 1.0     # latency waits per unpipelined iteration from ptxas's hoisting (hoisting)
     issue: float = 0.0 # issue slots per warp per iteration
     exchange: float = 0.0  # shared-pipe cycles per warp per iteration of a cross-warp exchange (term (g))
+    dram_eff: float = 1.0  # share of DRAM bandwidth reached (short_rows)
 
 
 def in_flight(c: int, lp: _Loop) -> float:
@@ -473,7 +509,8 @@ def _steps(r: _Rates, c: int, lp: _Loop, lat: float | None = None) -> dict[str, 
     warps = c * lp.warps
     issue = lp.issue * max(warps / 4, DEPENDENT_ISSUE_CYCLES) / r.clock if warps and lp.issue else 0.0
     serial = lp.issue * DEPENDENT_ISSUE_CYCLES / r.clock if lp.warps else 0.0
-    return {"latency": L / lp.k if lp.k >= 1 else lp.batches * lp.hoist * L + own + serial, "dram": c * lp.d / (r.bw / per),
+    return {"latency": L / lp.k if lp.k >= 1 else lp.batches * lp.hoist * L + own + serial,
+            "dram": c * lp.d / (r.bw / per) / lp.dram_eff,
             "l2": c * lp.t / (r.l2 / per), "shared": c * lp.s / (r.smem / per), "tensor": c * lp.f / (r.peak / per),
             "issue": issue, "exchange": warps * lp.exchange / r.clock}
 
@@ -570,7 +607,7 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
                         latency_s=inf, step_s=inf, waves_s=inf, tail_s=inf,
                         secondary_s=0.0, spill_s=0.0, total_s=inf, bound="does not fit", **common)
     lp = _Loop(d, t, s, f, k, max(1, res.unroll), res.threads // 32, res.batches, res.hoist, res.issue_per_iter,
-               res.exchange_cycles)
+               res.exchange_cycles, res.dram_eff)
     main = _kernel(r, grid, B, n, lp) if ragged is None else _ragged(r, ragged, B, lp)
     second = sum(_kernel(r, x.grid, x.blocks_per_sm, x.iterations,
                          _Loop(float(x.dram_bytes), float(x.tile_bytes), 0.0, 0.0, min(x.ahead, x.iterations)),

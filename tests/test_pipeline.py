@@ -7,6 +7,7 @@ either); the excerpt test pins the op shapes the parser relies on."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import os
 import subprocess
 import sys
@@ -245,3 +246,24 @@ def test_fewer_warps_premise_decided_by_operand_reads():
     # more warps: the occupancy premise, with the extra operand reads as a side note
     up = judge(b, facts(more, warps=16, pipeline=reps[8]))
     assert up.mechanism == MECHANISM_FAILS and "129,024 ->" in up.note
+
+
+def test_row_length_and_whether_the_k_loop_walks_it():
+    """examples/w8a8_gemm.py compiled for sm_90, 64 x 64 x 64 tiles: a's tile rows are BLOCK_K = 64
+    int8 bytes of one row of A, and the K loop advances a's pointer by that constant, so the next
+    iteration reads on along the same rows (walks_rows); so is b's with an [N, K] weight (K contiguous:
+    the launcher specializes stride 1). With a [K, N] weight b's rows run along N (BLOCK_N bytes) and
+    the loop steps by BLOCK_K x stride_bk, a runtime stride: other rows, not walked."""
+    from occmodel import evidence as E
+    from occmodel.source import load_source
+
+    path = str(Path(__file__).resolve().parents[1] / "examples" / "w8a8_gemm.py")
+    cfg = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": 3}
+    got = {}
+    for layout in ("nk", "kn"):
+        pt = {"M": 256, "N": 512, "K": 1024, "dtype": "bf16", "bias": False, "b_layout": layout}
+        kernel = load_source(f"{path}:_kernel", launcher=path).at_point(pt)
+        ev = E.gather(kernel, load_spec("sm_90"), [kernel.resolve(cfg)], compile=True, progress=False)[0]
+        got[layout] = {ld.name: (ld.run_bytes, ld.walks_rows) for ld in ev.pipeline.main.loads}
+    assert got["nk"] == {"a": (64, True), "b": (64, True)}
+    assert got["kn"] == {"a": (64, True), "b": (64, False)}

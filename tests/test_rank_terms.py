@@ -464,3 +464,54 @@ def test_one_pipelined_cta_pays_its_lockstep():
     # unpipelined, term (a) already sums the CTA's work: no floor
     flat = R._Loop(d=1, t=1, s=0, f=4.5e7, k=0, warps=8, issue=3000.0)
     assert R.step(r, 1, flat) == pytest.approx(R.pmax(R._steps(r, 1, flat)))
+
+
+# An int8 GEMM's K loop on sm_90 (w8a8_gemm with a [K, N] weight, triton 3.6): the weight tile arrives in
+# registers N-contiguous and is written K-major into shared memory a byte at a time (STS.U8) for the
+# integer wgmma (IGMMA); the operand reads of a mma.sync dequantizing GEMM are LDS.S8 (w8a16_gemm).
+NARROW_LOOP = """
+        /*0000*/                   LDG.E.128 R4, desc[UR6][R2.64] ;
+        /*0010*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+        /*0020*/                   STS.U8 [R18+0x10], R3 ;
+        /*0030*/                   STS.U8 [R18+0x90], R5 ;
+        /*0040*/                   PRMT R5, R4, 0x7771, RZ ;
+        /*0050*/                   STS [R19], R6 ;
+        /*0060*/                   LDS.S8 R7, [R20] ;
+        /*0070*/                   IGMMA.64x64x32.S8.S8 R24, gdesc[UR4], R24 ;
+        /*0080*/              @!P0 BRA 0x0 ;
+"""
+
+
+def test_byte_stores_into_shared_memory_pay_the_conflicted_rate():
+    """Term (g): sub-word stores (STS.U8 / .U16) -- an 8-bit operand transposed through shared memory --
+    cost EXCHANGE_CYCLES_PER_OP each; other shared accesses, sub-word loads included, 1 cycle. (Found on
+    w8a8_gemm's [K, N]-weight point, round 12: 6.5-10.5 cycles per shared access measured over its best
+    configs' loops, which the 1-cycle rate put 4-9x too fast.)"""
+    lp = S.main_loop(S.sass_loops(NARROW_LOOP))
+    assert (lp.shared_ops, lp.narrow_stores, lp.barriers, lp.mma) == (4, 2, 1, 1)   # IGMMA is a tensor op
+    u, _, barriers, cycles = R._sass_loop(type("Result", (), {"sass": NARROW_LOOP})(), 128, None)
+    assert (u, barriers) == (1, 1)
+    assert cycles == pytest.approx(2 * R.EXCHANGE_CYCLES_PER_OP + 2 * 1.0)
+
+
+def _load(nbytes, run, walks):
+    from occmodel import pipeline as P
+    return P.LoopLoad("x", "cp.async", 3, "?", nbytes, 1, run_bytes=run, walks_rows=walks)
+
+
+def test_short_rows_walked_by_the_loop_lower_the_dram_rate():
+    """A load whose tile rows are r < DRAM_RUN_BYTES contiguous bytes and whose loop reads on along those
+    rows next iteration streams at r / DRAM_RUN_BYTES of the DRAM bandwidth; loads
+    combine by their bytes. Rows the loop leaves for other rows (a runtime stride: the neighbouring CTAs
+    read the rest of them) and unknown rows cost nothing."""
+    half = 0.5
+    assert R.short_rows([_load(4096, R.DRAM_RUN_BYTES // 2, True)]) == pytest.approx(half)
+    assert R.short_rows([_load(4096, R.DRAM_RUN_BYTES // 2, True), _load(4096, 2 * R.DRAM_RUN_BYTES, True)]) \
+        == pytest.approx(2 / (1 / half + 1))
+    assert R.short_rows([_load(4096, R.DRAM_RUN_BYTES // 2, False)]) == 1.0
+    assert R.short_rows([_load(4096, 0, False)]) == R.short_rows([]) == 1.0
+    # the DRAM term of the step divides by it
+    r = R.rates(_cal(), 1e15)
+    lp = R._Loop(d=4096, t=4096, s=0, f=0, k=2)
+    slow = R._Loop(d=4096, t=4096, s=0, f=0, k=2, dram_eff=half)
+    assert R._steps(r, 2, slow)["dram"] == pytest.approx(R._steps(r, 2, lp)["dram"] / half)
