@@ -184,6 +184,21 @@ SWEEPS: dict[str, dict[str, Any]] = {
     # accumulators alone are 2 x BLOCK_N x 128 / 128 registers a thread)
     "attn_bwd_dkdv": {"file": "examples/attn_bwd_dkdv.py", "role": "held-out-12",
                       "axes": {"BLOCK_M": [16, 32, 64], "BLOCK_N": [32, 64], "num_warps": [4, 8], "num_stages": [1, 2, 3, 4]}},
+    # round 13 (held out; the helpers' sweeps, every config compiled for sm_90 with triton 3.6.0 first)
+    # BLOCK_K 64 only (128^3 bf16 tiles need 256 KiB at 4 stages); BLOCK_N 256 left out (128 x 256 on 4 warps spills)
+    "fused_moe_gemm": {"file": "examples/fused_moe_gemm.py", "role": "held-out-13",
+                       "axes": {"BLOCK_M": [16, 64, 128], "BLOCK_N": [64, 128], "BLOCK_K": [64], "GROUP_M": [1, 16],
+                                "num_warps": [4, 8], "num_stages": [3, 4, 5]}},
+    # BLOCK_M 4, num_warps 4 left out (at N = 8192 they spill 26-1,850 words); num_stages 1 only (LOOP_STAGES pipelines)
+    "rmsnorm_bwd": {"file": "examples/rmsnorm_bwd.py", "role": "held-out-13",
+                    "axes": {"BLOCK_M": [1, 2], "PROGRAMS_PER_SM": [1, 2, 4, 8], "LOOP_STAGES": [1, 2, 3], "num_warps": [8, 16], "num_stages": [1]}},
+    # BLOCK_V 16384 left out (fp32 on 4 warps spills 52-194 words: 128 int64 keys a thread); num_stages 1: same cubin
+    "row_topk": {"file": "examples/row_topk.py", "role": "held-out-13",
+                 "axes": {"BLOCK_V": [1024, 2048, 4096, 8192], "CHUNKS_PER_CTA": [1, 2, 4, 8], "num_warps": [4, 8, 16],
+                          "num_stages": [1]}},
+    # num_stages 4 left out (BLOCK_N 128 x 4 stages needs 278-288 KiB at D 128, > 227); BLOCK_N 16, 2 / 16 warps: to stay <= 72
+    "varlen_attn_fwd": {"file": "examples/varlen_attn_fwd.py", "role": "held-out-13",
+                        "axes": {"BLOCK_M": [32, 64, 128], "BLOCK_N": [32, 64, 128], "num_warps": [4, 8], "num_stages": [1, 2, 3]}},
     "decode_attention": {"card": "decode_attention", "role": "development",
                          "axes": {"BLOCK_T": [16, 32, 64], "BLOCK_H": [16, 32], "num_warps": [2, 4, 8],
                                   "num_stages": [1, 2, 3, 4]},
