@@ -206,7 +206,8 @@ class BareKernel(KernelCard):
         return [_secondary(self.name, x) for x in (f(cfg, point) or [])]
 
     def has_launcher(self) -> bool:
-        return self.launcher is not None
+        """Whether it can run: a launcher with make_inputs and launch (rank needs neither)."""
+        return self.launcher is not None and self.launcher.runs
 
     def make_inputs(self, cfg, point, device="cpu", seed=0):
         if self.launcher is None:
@@ -216,6 +217,7 @@ class BareKernel(KernelCard):
     def launch(self, inputs, cfg):
         if self.launcher is None:
             return super().launch(inputs, cfg)
+        self.launcher.require_run()
         return self.launcher.launch(inputs, cfg)
 
     def reference(self, inputs):

@@ -7,8 +7,8 @@ anywhere)::
     POINTS = [{"M": 4096}, {"M": 16384}]     # optional: default workload points
     BASELINE = {"BLOCK_M": 64, "num_warps": 4, "num_stages": 3}   # optional
 
-    def make_inputs(point, seed=0, device="cuda"): ...   # required: random inputs (a dict)
-    def launch(inputs, cfg): ...                          # required: kernel[grid](...); returns the output
+    def make_inputs(point, seed=0, device="cuda"): ...   # to run it (validate): random inputs (a dict)
+    def launch(inputs, cfg): ...                          # to run it (validate): kernel[grid](...); the output
     def reference(inputs): ...                            # optional: torch reference -> correctness gate
     def bytes_moved(point): ...                           # optional: unavoidable DRAM bytes per launch
     def flops(point): ...                                 # optional
@@ -21,7 +21,9 @@ anywhere)::
                                                           # [{"name", "grid", "iterations", "tile_bytes",
                                                           #   "dram_bytes", "ahead", "blocks_per_sm"}, ...]
 
-`cfg` is a dict of the kernel's constexprs plus ``num_warps`` and ``num_stages``.
+`cfg` is a dict of the kernel's constexprs plus ``num_warps`` and ``num_stages``. A launcher
+without ``make_inputs`` and ``launch`` still serves ``rank`` and the pruner (nothing runs); what
+runs the kernel (``validate``) names them when they are missing.
 ``make_inputs`` may take only ``point``; ``seed`` and ``device`` are passed when it
 accepts them. In Python, build one directly: ``Launcher(make_inputs=..., launch=...)``.
 Pure: nothing here imports torch.
@@ -36,8 +38,8 @@ from typing import Any, Callable, Mapping
 
 from .errors import KernelError
 
-REQUIRED = ("make_inputs", "launch")
-OPTIONAL = ("reference", "bytes_moved", "flops", "grid", "loop_iterations", "example_args", "torch_baseline",
+RUN = ("make_inputs", "launch")          # what running the kernel needs (validate); rank needs neither
+HOOKS = ("make_inputs", "launch", "reference", "bytes_moved", "flops", "grid", "loop_iterations", "example_args", "torch_baseline",
             "secondary_kernels", "cta_iterations")
 
 
@@ -45,8 +47,8 @@ OPTIONAL = ("reference", "bytes_moved", "flops", "grid", "loop_iterations", "exa
 class Launcher:
     """The GPU side of a bare kernel (see the module doc for each function's contract)."""
 
-    make_inputs: Callable[..., dict]
-    launch: Callable[[dict, Mapping[str, Any]], Any]
+    make_inputs: Callable[..., dict] | None = None
+    launch: Callable[[dict, Mapping[str, Any]], Any] | None = None
     reference: Callable[[dict], Any] | None = None
     bytes_moved: Callable[[Mapping[str, Any]], int] | None = None
     flops: Callable[[Mapping[str, Any]], int] | None = None
@@ -61,13 +63,27 @@ class Launcher:
     name: str = ""
 
     def __post_init__(self):
-        for f in REQUIRED + OPTIONAL:
+        for f in HOOKS:
             value = getattr(self, f)
             if value is not None and not callable(value):
                 raise KernelError(f"launcher {self.name or ''}: {f} is a {type(value).__name__}, not a function")
 
+    @property
+    def runs(self) -> bool:
+        """Whether it can run the kernel: make_inputs and launch are both given."""
+        return all(getattr(self, f) is not None for f in RUN)
+
+    def require_run(self) -> None:
+        """KernelError naming the missing make_inputs / launch (what running the kernel needs)."""
+        missing = [f for f in RUN if getattr(self, f) is None]
+        if missing:
+            raise KernelError(f"launcher {self.name or ''} has no {' and no '.join(missing)}: running the kernel "
+                              "(validate) needs make_inputs(point) and launch(inputs, cfg); rank and the pruner "
+                              "do not")
+
     def inputs(self, point: Mapping[str, Any], device: str = "cuda", seed: int = 0) -> dict:
         """make_inputs(point[, seed=][, device=]) with the keywords it accepts."""
+        self.require_run()
         try:
             params = inspect.signature(self.make_inputs).parameters
         except (TypeError, ValueError):
@@ -79,25 +95,24 @@ class Launcher:
     @property
     def provides(self) -> list[str]:
         """The optional functions this launcher has (for reports)."""
-        return [f for f in OPTIONAL if getattr(self, f) is not None]
+        return [f for f in HOOKS if f not in RUN and getattr(self, f) is not None]
 
 
 def from_module(module: ModuleType | Any, name: str = "") -> Launcher:
-    """A Launcher from a module's (or any object's) attributes; KernelError naming what is missing."""
-    missing = [f for f in REQUIRED if not callable(getattr(module, f, None))]
+    """A Launcher from a module's (or any object's) attributes; KernelError when it has none of the
+    launcher functions (a wrong file), or one of them is not a function."""
     where = name or getattr(module, "__file__", None) or getattr(module, "__name__", repr(module))
-    if missing:
-        have = [f for f in REQUIRED + OPTIONAL if callable(getattr(module, f, None))]
-        raise KernelError(f"launcher {where} has no {' and no '.join(missing)} function "
-                          f"(required: make_inputs(point) and launch(inputs, cfg); it has: "
-                          f"{', '.join(have) or 'none of the launcher functions'})")
+    if not any(callable(getattr(module, f, None)) for f in HOOKS):
+        raise KernelError(f"launcher {where} has none of the launcher functions (make_inputs(point) and "
+                          f"launch(inputs, cfg) to run it; grid, loop_iterations, bytes_moved, flops, example_args "
+                          f"for rank; see docs/launcher.md)")
     points = getattr(module, "POINTS", ()) or ()
     if isinstance(points, Mapping) or not all(isinstance(p, Mapping) for p in points):
         raise KernelError(f"launcher {where}: POINTS must be a list of dicts, e.g. [{{'M': 4096}}]")
     baseline = getattr(module, "BASELINE", None)
     if baseline is not None and not isinstance(baseline, Mapping):
         raise KernelError(f"launcher {where}: BASELINE must be a dict, e.g. {{'BLOCK_M': 64, 'num_warps': 4}}")
-    kwargs = {f: getattr(module, f, None) for f in REQUIRED + OPTIONAL}
+    kwargs = {f: getattr(module, f, None) for f in HOOKS}
     return Launcher(**kwargs, points=tuple(dict(p) for p in points), baseline=baseline, name=str(where))
 
 

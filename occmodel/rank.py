@@ -279,6 +279,7 @@ class Estimate:
     reread_miss: float | None = None  # share of a later pass's re-read charged to DRAM (None: no re-read)
     hoist: float = 1.0              # latency waits per unpipelined iteration (< 1: ptxas hoists loads)
     revisit_bytes: float = 0.0      # DRAM bytes of operand strips read again after they left L2 (tile order)
+    dram_eff: float = 1.0           # share of DRAM bandwidth the main loop's row lengths reach (short_rows)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -598,7 +599,7 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
     common = dict(config=dict(cfg), point=point, source=res.source, blocks_per_sm=B, grid=grid, iterations=n,
                   tiles_in_flight=k, dram_per_iter=d, tile_per_iter=t, shared_per_iter=s, flops_per_iter=f,
                   roofline_mem_s=nbytes / r.bw, roofline_comp_s=flops / r.peak, launch_s=launch_s,
-                  passes=res.passes, reread_miss=miss, hoist=res.hoist, revisit_bytes=revisit)
+                  passes=res.passes, reread_miss=miss, hoist=res.hoist, revisit_bytes=revisit, dram_eff=res.dram_eff)
     if B <= 0:
         inf = math.inf
         return Estimate(fits=False, slots=0, waves=0, tail_ctas=0, latency_step_s=inf, dram_step_s=inf,

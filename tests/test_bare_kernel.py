@@ -151,10 +151,10 @@ def test_bad_input_says_how_to_give_it(env, tmp_path):
     no_types = occ(env, "predict", "--kernel", KERNEL, *TILES, "--stages", "2", rc=2).stderr.strip().splitlines()
     assert len(no_types) == 1 and "--signature" in no_types[0] and "--args" in no_types[0]
     bad = tmp_path / "launcher.py"
-    bad.write_text("def make_inputs(point):\n    return {}\n")
+    bad.write_text("POINTS = [{'M': 64}]\n")
     missing = occ(env, "validate", "--kernel", KERNEL, "--launcher", bad, "--candidate", "num_stages=3",
                   "--dry-run", rc=2).stderr.strip().splitlines()
-    assert len(missing) == 1 and "no launch function" in missing[0]
+    assert len(missing) == 1 and "none of the launcher functions" in missing[0] and "launch(inputs, cfg)" in missing[0]
     count = occ(env, "compile", "--kernel", KERNEL, "--signature", "*fp16:16,i32", *TILES, rc=2).stderr
     assert "2 types for 9 runtime parameters" in count and "A=TYPE" in count
     rank = occ(env, "rank", "--kernel", KERNEL, "--signature", SIG, *TILES, rc=2).stderr.strip().splitlines()
@@ -342,3 +342,20 @@ def test_a_launchers_cta_iterations_must_give_one_count_per_cta():
     for bad in ([3, 0, 1], [3, 0, 1, -1], None):
         with pytest.raises(KernelError, match=r"one int >= 0 per CTA of grid\(cfg, point\) = 4"):
             kernel(bad).cta_iterations({}, {})
+
+
+def test_a_launcher_for_rank_alone_needs_no_make_inputs_or_launch():
+    """rank and the pruner run nothing: a launcher with only the workload hooks serves them; running
+    the kernel names the two functions it lacks."""
+    import occmodel
+    from occmodel.card import import_file
+    from occmodel.errors import KernelError
+
+    launcher = occmodel.Launcher(grid=lambda cfg, point: 4, loop_iterations=lambda cfg, point: 8)
+    assert not launcher.runs and launcher.provides == ["grid", "loop_iterations"]
+    kernel = occmodel.bare_kernel(import_file(MM).mm_kernel, launcher=launcher)
+    assert not kernel.has_launcher() and kernel.grid({}, {}) == 4
+    with pytest.raises(KernelError, match="has no make_inputs and no launch: running the kernel"):
+        kernel.make_inputs({}, {"M": 64})
+    with pytest.raises(KernelError, match="no make_inputs and no launch"):
+        kernel.launch({}, {})

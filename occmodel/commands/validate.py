@@ -94,8 +94,8 @@ def run(args) -> Report:
         V.require_gpu()                      # before any compile: fail fast, one line
     plan = build_plan(args)
     if not args.dry_run and not plan.card.has_launcher():
-        raise ConfigError(f"validate times {plan.card.name} on the GPU and needs its launcher: give --launcher "
-                          "FILE.py with make_inputs(point) and launch(inputs, cfg) (or use --dry-run)")
+        raise ConfigError(f"validate times {plan.card.name} on the GPU and needs a launcher that runs it: give "
+                          "--launcher FILE.py with make_inputs(point) and launch(inputs, cfg) (or use --dry-run)")
     if args.dry_run:
         return plan_report(plan)
     result = V.run(plan, seed=args.seed, progress=lambda m: print(m, file=sys.stderr, flush=True))
