@@ -81,6 +81,11 @@ each CTA's trip j is a virtual CTA, and the resident CTAs' trips j form one step
 of this without a compile, the integer launch arguments (example_args) and a grid the kernel's
 program ids can be placed on.
 
+Global atomics that CTAs aim at the same lines (a histogram's counters, a split-K tile's partial sums)
+queue in the L2, one line request at a time (occmodel.atomics traces each atomic's pointer per CTA
+from the compiled TTGIR, as the tile order does): the launch's main kernel takes at least the busiest
+line group's requests x ATOMIC_REQUEST_S, combined with the rest by the same smooth maximum (waves_s).
+
     cta(c)  = n x step(c) + L                  the first tile's latency is never hidden (a pipelined
                                                loop's prologue; unpipelined, step(c) already waits it)
     kernel  = (waves - 1) x cta(B) + cta(ceil(tail / SMs))     waves = ceil(grid / (SMs x B))
@@ -120,7 +125,7 @@ from .card import Config, KernelCard, Secondary  # noqa: F401  (Secondary: re-ex
 from .errors import ConfigError
 from .spec import HardwareSpec
 
-BOUNDS = ("latency", "dram", "l2", "shared", "tensor", "issue", "exchange")
+BOUNDS = ("latency", "dram", "l2", "shared", "tensor", "issue", "exchange", "atomics")
 # The load (bytes in flight per SM) at which the calibration's latency curve is read: one reference
 # latency L for every config. Session 4 read the curve at each config's own DRAM load (never below this
 # floor) and capped it by term (b); at saturation that makes L equal to term (b) -- the DRAM queue charged
@@ -180,6 +185,14 @@ LOCKSTEP_TERMS = ("issue", "tensor", "exchange")
 # [K, N] weight's 64-byte rows (w8a16_gemm's decode point) cost nothing: the loop steps to other rows
 # and the neighbouring CTAs read the rest of them at the same time.
 DRAM_RUN_BYTES = 128
+# Seconds the L2 takes per line request of global atomics that many CTAs aim at the same few lines
+# (occmodel.atomics: a histogram's bins, a split-K tile's partial sums); the launch takes at least the
+# busiest line group's requests x this. Measured on the H200 (session 11, development: expert_histogram,
+# round 12, all CTAs adding into E = 256 / 128 int32 counters): over its 28 STEPS=1 configs where the
+# atomics dominate (0.18-2.8 ms against a 34 us DRAM roof) 1.34-1.57 ns per request, median 1.42 --
+# whether a CTA's 2, 4 or 8 warps split its counters into 32, 16 or 8 requests. A datasheet gives no
+# figure; other GPUs are assumed the same (the estimate says so).
+ATOMIC_REQUEST_S = 1.42e-9
 
 
 # A later pass's re-read hits L2 while the bytes streamed between the two reads (all resident CTAs'
@@ -236,6 +249,7 @@ class Resources:
                              # iterations' loads before the first use; see hoisting)
     strips: Any = None       # tile_order.Strips: which operand strip each CTA streams (None: not traced)
     dram_eff: float = 1.0    # share of DRAM bandwidth the main loop's row lengths reach (short_rows)
+    atomic_requests: float = 0.0  # line requests the busiest line of the launch's global atomics receives
 
 
 @dataclass(frozen=True)
@@ -280,6 +294,7 @@ class Estimate:
     hoist: float = 1.0              # latency waits per unpipelined iteration (< 1: ptxas hoists loads)
     revisit_bytes: float = 0.0      # DRAM bytes of operand strips read again after they left L2 (tile order)
     dram_eff: float = 1.0           # share of DRAM bandwidth the main loop's row lengths reach (short_rows)
+    atomic_s: float = 0.0           # the busiest atomic line's requests x ATOMIC_REQUEST_S (a floor on the launch)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -342,7 +357,8 @@ def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any
                      reads, flops, u, issue, barriers, exchange, batches,
                      max(1, passes.count) if passes else 1, passes.first_bytes if passes else 0,
                      passes.again_bytes if passes else 0, hoist, operand_strips(kernel, cfg, point, ev, rep),
-                     short_rows(rep.main.loads if rep is not None and rep.main else ()))
+                     short_rows(rep.main.loads if rep is not None and rep.main else ()),
+                     atomic_requests(kernel, cfg, point, ev))
 
 
 def short_rows(loads: Sequence[Any]) -> float:
@@ -356,6 +372,21 @@ def short_rows(loads: Sequence[Any]) -> float:
         return 1.0
     total = sum(b for b, _ in known)
     return total / sum(b / min(1.0, r / DRAM_RUN_BYTES) for b, r in known)
+
+
+def atomic_requests(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any) -> float:
+    """Line requests the busiest line of the launch's global atomics receives (occmodel.atomics), from
+    the compiled TTGIR, the integer launch arguments and the launch grid at `point`; 0 when any is unknown
+    or the kernel has no atomic whose pointer is arithmetic on the program id."""
+    ttgir = getattr(getattr(ev, "result", None), "ttgir", None)
+    if not ttgir or "tt.atomic_" not in ttgir:
+        return 0.0
+    dims, args = kernel.launch_grid(cfg, point), kernel.scalar_args(cfg, point)
+    if dims is None or args is None:
+        return 0.0
+    from .atomics import contention
+    hot = contention(ttgir, args, dims)
+    return hot.requests if hot is not None else 0.0
 
 
 def operand_strips(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any, rep: Any) -> Any:
@@ -615,6 +646,8 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
                          None if x.dram_bytes else r.l2_lat).total_s
                  for x in extra)
     spill_s = res.n_spills * 4 * 2 * res.threads * work / r.l2
+    atomic_s = res.atomic_requests * ATOMIC_REQUEST_S
+    waves_s = _norm([main.total_s, atomic_s], OVERLAP_P) if atomic_s else main.total_s
     terms = main.terms
     c_first = min(B, max(1, -(-grid // r.sms)))        # CTAs per SM of the first wave
     return Estimate(fits=True, slots=r.sms * B, waves=main.waves, tail_ctas=main.tail_ctas,
@@ -623,9 +656,10 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
                     exchange_step_s=terms["exchange"],
                     in_flight_bytes=in_flight(c_first, lp), latency_s=r.latency(),
                     step_s=step(r, B if main.waves > 1 else -(-main.tail_ctas // r.sms), lp),
-                    waves_s=main.total_s, tail_s=main.tail_s, secondary_s=second, spill_s=spill_s,
-                    total_s=main.total_s + second + spill_s + launch_s, bound=max(terms, key=terms.get),
-                    loop_barriers=res.loop_barriers, **common)
+                    waves_s=waves_s, tail_s=main.tail_s, secondary_s=second, spill_s=spill_s,
+                    total_s=waves_s + second + spill_s + launch_s,
+                    bound="atomics" if atomic_s > main.total_s else max(terms, key=terms.get),
+                    loop_barriers=res.loop_barriers, atomic_s=atomic_s, **common)
 
 
 def peak_flops(spec: HardwareSpec, product: str | None = None) -> float:

@@ -144,7 +144,7 @@ def run(args) -> Report:
                  ("lat_ns", "(a) latency ns"), ("dram_ns", "(b) DRAM ns"), ("l2_ns", "(c) L2 ns"),
                  ("shared_ns", "(d) shared ns"), ("tensor_ns", "(e) tensor ns"), ("issue_ns", "(f) issue ns"), ("exchange_ns", "(g) exchange ns"),
                  ("barriers", "loop barriers"), ("reread_miss", "re-read L2 miss %"), ("revisit_mb", "tile-order re-read MB"),
-                 ("hoist", "latency waits/iter"), ("dram_eff", "DRAM share %"),
+                 ("hoist", "latency waits/iter"), ("dram_eff", "DRAM share %"), ("atomic_us", "atomics us"),
                  ("waves_us", "main us"),
                  ("tail_us", "tail wave us"), ("secondary_us", "secondary us"), ("spill_us", "spill us"),
                  ("launch_us", "launch us")]
@@ -166,6 +166,7 @@ def run(args) -> Report:
                          "revisit_mb": round(e.revisit_bytes / 1e6, 1) if e.revisit_bytes else None,
                          "hoist": round(e.hoist, 3) if compiled and not e.tiles_in_flight else None,
                          "dram_eff": round(100 * e.dram_eff) if e.dram_eff < 1 else None,
+                         "atomic_us": _us(e.atomic_s) if e.atomic_s else None,
                          "waves_us": _us(e.waves_s), "tail_us": _us(e.tail_s), "secondary_us": _us(e.secondary_s),
                          "spill_us": _us(e.spill_s), "launch_us": _us(e.launch_s)})
         sections.append(Section(f"Point {_label(points[j], list(points[j]))}", term_cols, rows))
@@ -199,6 +200,12 @@ def run(args) -> Report:
                          "main-loop iteration and the rest of those rows in the next ones (a K loop over K-contiguous "
                          "data with a small BLOCK_K): term (b) gets that share of the DRAM bandwidth (the `DRAM share %` "
                          "column; found on one H200 kernel, an int8 weight at BLOCK_K=64: 1.4-1.7x slower than 128)")
+    atomic = [i for i in range(len(cfgs)) if any(e.atomic_s for e in est[i])]
+    if atomic:
+        agg.notes.append(f"{len(atomic)} config(s) send global atomics that many CTAs aim at the same lines (the "
+                         f"`atomics us` column): the launch takes at least the busiest lines' requests x "
+                         f"{R.ATOMIC_REQUEST_S * 1e9:g} ns (measured on one H200 kernel; assumed on other GPUs); "
+                         "atomics through loaded indices (a scatter) are not traced")
     barred = [i for i in range(len(cfgs)) if any(e.loop_barriers for e in est[i])]
     if barred:
         top_barred = [i for i in order[:args.top or 5] if i in barred]
