@@ -37,6 +37,7 @@ from .tile_order import _ARG, _FOR, _SSA, _Ptr, _evaluate, _operands, _trips, el
 LINE_BYTES = 128
 ATOMIC_OPS = ("tt.atomic_rmw", "tt.atomic_cas")
 _TYPE = re.compile(r"tensor<((?:\d+x)+)!tt\.ptr<(\w+)>,\s*(#[\w.]+(?:<\{.*?\}>)?)>")
+_SCALAR = re.compile(r":\s*\(!tt\.ptr<(\w+)>")
 
 
 @dataclass(frozen=True)
@@ -108,10 +109,10 @@ def contention(ttgir: str, int_args: Mapping[str, int], grid: Sequence[int]) -> 
         elif op in ATOMIC_OPS:
             ops = _operands(re.sub(r"^\s*(\w+\s*,\s*)+", "", rest))
             ptr = env.get(ops[0]) if ops else None
-            t = _TYPE.search(rest)
-            if isinstance(ptr, _Ptr) and t:
-                _, body = lay._resolve(t.group(3))
-                per_cta, _ = requests_per_cta(_dims(t.group(1)), elem_bytes(t.group(2)) or 4, body)
+            t, one = _TYPE.search(rest), _SCALAR.search(rest)
+            if isinstance(ptr, _Ptr) and (t or one):
+                per_cta = requests_per_cta(_dims(t.group(1)), elem_bytes(t.group(2)) or 4,
+                                           lay._resolve(t.group(3))[1])[0] if t else 1   # a scalar: one request
                 offsets = np.broadcast_to(np.asarray(ptr.offset, dtype=np.int64), (total,))
                 keys, counts = np.unique(offsets, return_counts=True)
                 times = math.prod(trips) if trips else 1

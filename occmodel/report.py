@@ -84,7 +84,9 @@ def _json_value(value: Any) -> Any:
         return {k: _json_value(v) for k, v in value.items()}
     if hasattr(value, "item"):          # numpy scalars
         return value.item()
-    return value
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)                   # anything else a config may hold (a tl.dtype constexpr: "fp32")
 
 
 def render(report: Report, fmt: str = "table") -> str:

@@ -60,6 +60,14 @@ def scatter_kernel(IDX, SRC, DST, BLOCK: tl.constexpr):
     tl.atomic_add(DST + rows, tl.load(SRC + offs), sem="relaxed")
 
 
+@triton.jit
+def channel_sum_kernel(X, DW, C: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    for c in range(C):                          # one scalar atomic per channel, every row's CTA adds in
+        x = tl.load(X + (row * C + c) * BLOCK + tl.arange(0, BLOCK))
+        tl.atomic_add(DW + c, tl.sum(x))
+
+
 def _ttgir(fn, sig, consts, warps):
     from occmodel.compile import compile_kernel
     res = compile_kernel(fn, sig, consts, arch="sm_90", num_warps=warps, num_stages=1, keep_ir=True)
@@ -83,6 +91,14 @@ def test_split_k_partners_share_only_their_tile():
     tt = _ttgir(splitk_kernel, "*fp32:16,*fp32:16,i32", {"SPLIT": 4, "BLOCK": 256}, 8)
     hot = A.contention(tt, {"N": 16 * 256}, (64,))
     assert (hot.ctas, hot.requests) == (4, 32)
+
+
+def test_a_scalar_atomic_in_a_loop_counts_once_per_trip():
+    """Liger's group-norm backward adds each channel's dW with a scalar atomic inside its channel loop:
+    one request per trip, 128 row CTAs x 8 channels on the first channel's line."""
+    tt = _ttgir(channel_sum_kernel, "*fp32:16,*fp32:16", {"C": 8, "BLOCK": 256}, 4)
+    hot = A.contention(tt, {}, (128,))
+    assert (hot.ctas, hot.requests) == (128, 128 * 8)
 
 
 def test_a_scatter_through_loaded_indices_is_not_traced():

@@ -132,3 +132,16 @@ def test_csv_header_is_the_column_keys(argv, extra, tmp_path, capsys):
     else:
         headers = [ln for ln in lines if ln and ln[0] == "section"]
         assert headers == [["section"] + s["columns"] for s in doc["sections"]]
+
+
+def test_json_writes_a_value_it_has_no_type_for_as_text():
+    """A config may hold a Triton dtype (`-D dtype=tl.float32`, Liger's group-norm constexpr): the JSON
+    names it ("fp32") instead of stopping with a traceback."""
+    import triton.language as tl
+
+    from occmodel.report import Report, Section, render
+    report = Report(command="rank", sections=[Section("t", [("dtype", "dtype")], [{"dtype": tl.float32}])],
+                    extra={"estimates": [[{"config": {"dtype": tl.float32, "BLOCK": 256}}]]})
+    doc = json.loads(render(report, "json"))
+    assert doc["sections"][0]["rows"] == [{"dtype": "fp32"}]
+    assert doc["estimates"][0][0]["config"] == {"dtype": "fp32", "BLOCK": 256}
