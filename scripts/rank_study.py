@@ -631,6 +631,60 @@ def cmd_evaluate(args) -> int:
     return 0
 
 
+# Every study timing that counts as development data now, each kernel from its latest timing: (measure file,
+# kernels to take from it (None: all), legacy rank_sweep file to add). Held-out rounds join this list only
+# after their one evaluation from their freeze.
+MEASURED = [
+    ("reports/h200/rank_study_h200.json", None, "reports/h200/rank_h200.json"),
+    *[(f"reports/h200/rank_study_round{n}_h200.json", None, None) for n in range(2, 12)],
+    ("reports/h200/rank_study_round12_h200.json", {"expert_histogram", "w8a8_gemm", "attn_bwd_dkdv"}, None),
+    ("reports/h200/rank_study_round12b_h200.json", None, None),
+]
+
+
+def cmd_development(args) -> int:
+    """The current model on every development case (MEASURED), one calibration of each file's own
+    machine start: per (kernel, point) metrics and the summary, as `evaluate` writes them."""
+    t_start = time.time()
+
+    def log(m: str) -> None:
+        print(f"[{time.time() - t_start:6.1f} s] {m}", file=sys.stderr, flush=True)
+
+    import triton
+    from occmodel.spec import load_spec
+    kernels = []
+    for path, take, legacy in MEASURED:
+        doc = read_json(str(ROOT / path))
+        ran = doc.get("env", {}).get("triton")
+        if ran and ran != triton.__version__ and not args.any_triton:
+            raise InputError(f"{path}: the GPU ran triton {ran}, this is {triton.__version__}: compile with the same "
+                             "triton (or pass --any-triton)")
+        spec = load_spec(doc.get("spec", "sm_90"))
+        cals = calibrations(doc, spec, args.product)
+        if args.calibration not in cals:
+            raise InputError(f"{path} has no calibration {args.calibration!r}; it has: {', '.join(cals)}")
+        entries = measured_entries(doc) + (legacy_entries(read_json(str(ROOT / legacy))) if legacy else [])
+        want = set(args.kernels.split(",")) if args.kernels else None
+        for e in entries:
+            if (take is None or e["kernel"] in take) and (want is None or e["kernel"] in want):
+                kernels.append(evaluate_kernel(e, spec, {args.calibration: cals[args.calibration]}, log))
+    out = {"title": f"the current model on every development case ({len(kernels)} kernels)",
+           "command": "python3 scripts/rank_study.py " + " ".join(sys.argv[1:]),
+           "assumptions": (f"Times: each file's H200 run (reports/GPU_NOTES.md), the median of its CUDA-graph samples "
+                           f"per config, L2 flushed; constants: calibration {args.calibration!r} of that file's own "
+                           f"machine start. Estimates: occmodel.rank on compiles for sm_90 with triton "
+                           f"{triton.__version__}. Every kernel here was held out once and judged from its freeze; "
+                           "these figures are the model as it is now, on data it has been developed on."),
+           "summary": summary(kernels), "kernels": kernels}
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).with_suffix(".json").write_text(json.dumps(out, indent=1, default=str) + "\n")
+    Path(args.out).with_suffix(".md").write_text(markdown(out))
+    log(f"wrote {Path(args.out).with_suffix('.md')}")
+    for cname, s_ in out["summary"].items():
+        print(f"{cname}: {s_}")
+    return 0
+
+
 def cmd_figure(args) -> int:
     """One PNG per `evaluate` file: a panel per (kernel, point), every config a dot at (measured / the
     point's best measured, estimate / the point's best estimate) on log axes, the measured best ringed
@@ -746,6 +800,13 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--product", default="H200", help="the spec product for datasheet figures")
     e.add_argument("--any-triton", action="store_true", help="compile with this triton even if the GPU ran another")
     e.set_defaults(run=cmd_evaluate)
+    d = sub.add_parser("development", help="the current model on every development case (all measured rounds; no GPU)")
+    d.add_argument("--out", required=True, help="write OUT.json and OUT.md")
+    d.add_argument("--calibration", default="measured 1", help="each file's calibration to use (default: measured 1)")
+    d.add_argument("--kernels", default="", help="only these kernels (comma-separated)")
+    d.add_argument("--product", default="H200", help="the spec product for datasheet figures")
+    d.add_argument("--any-triton", action="store_true", help="compile with this triton even if the GPU ran another")
+    d.set_defaults(run=cmd_development)
     f = sub.add_parser("figure", help="plot an `evaluate` file: measured vs estimated, a panel per (kernel, point)")
     f.add_argument("evaluated", help="an `evaluate` JSON file")
     f.add_argument("--out", required=True, help="the PNG to write")

@@ -325,3 +325,23 @@ def test_ragged_ctas_are_list_scheduled():
     # the same work without the hook: 20 CTAs of loop_iterations = 1 -> 2 waves of 1 step each
     flat = est({**p, "n": 1}, blocks=1, ahead=0)
     assert flat.waves_s == pytest.approx(2 * flat.step_s)
+
+
+def test_development_cases_are_every_timed_kernel_once():
+    """`rank_study.py development` takes each kernel from its latest study timing (embedding_bag from its
+    re-timing), every kernel of SWEEPS except the round not yet judged; and it refuses, in one line, to
+    compile with another triton than the GPU ran unless told."""
+    m = _study_module()
+    seen = []
+    for path, take, legacy in m.MEASURED:
+        doc = json.loads((ROOT / path).read_text())
+        seen += [k["kernel"] for k in doc["kernels"] if "error" not in k and (take is None or k["kernel"] in take)]
+        if legacy:
+            seen += [k["kernel"] for k in json.loads((ROOT / legacy).read_text())["kernels"]]
+    assert len(seen) == len(set(seen))
+    assert set(seen) == {n for n, e in m.SWEEPS.items() if e["role"] != "held-out-13"}
+    import triton
+    if triton.__version__ != "3.6.0":
+        proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "rank_study.py"), "development", "--out",
+                               "/dev/null/x"], capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "--any-triton" in proc.stderr
