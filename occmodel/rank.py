@@ -46,8 +46,8 @@ and one iteration of the c co-resident CTAs takes about the slowest of (all time
                                                    whose axis spans warps and whose result holds > 1
                                                    element per thread), EXCHANGE_CYCLES_PER_OP (bank
                                                    conflicts of Triton's scratch: measured, see below);
-                                                   a sub-word store (STS.U8 / .U16: an 8-bit operand
-                                                   transposed for the tensor cores) always pays that
+                                                   a byte store (STS.U8: an 8-bit operand transposed for
+                                                   the tensor cores) always pays that
 
 pmax is a smooth maximum, (sum of term^p)^(1/p) with p = OVERLAP_P: the SM's pipes and the memory
 system overlap, but not perfectly -- two terms of similar size cost more than either alone (a pure
@@ -143,11 +143,13 @@ LATENCY_LOAD_BYTES = 16 * 1024
 # configs with >= 3 barriers in the loop, (measured time per CTA iteration per SM, in cycles) /
 # (warps x shared ops per iteration) has median 9.5, quartiles 5.6 / 14.4, range 3.0-18.7 -- the
 # term is good to about 2x, enough to tell a 2.5-17x slower config from a roofline one.
-# Sub-word stores (STS.U8 / .U16) pay it in any loop with a barrier (session 11, development: w8a8_gemm's
+# Byte stores (STS.U8 / .S8) pay it in any loop with a barrier (session 11, development: w8a8_gemm's
 # [K, N]-weight point, round 12, transposes its int8 weight tile into shared memory with 64-128 STS.U8 per
 # warp per iteration; its best configs ran 6.5-10.5 cycles per shared access, 4-9x slower than the 1-cycle
 # estimate; with the rate Spearman 0.69 -> 0.86 there, #1 / best 1.57 -> 1.00, median |est/meas - 1|
-# 0.83 -> 0.20. Sub-word LOADS -- w8a16_gemm's mma.sync operand reads, LDS.S8 -- ran at full speed.)
+# 0.83 -> 0.20. Not so: 16-bit stores of dequantized halves (w4a16_gemm's 64-128 STS.U16 per warp per
+# iteration: charged 9.5 cycles, its decode point went 0.62 -> 0.37 and its estimates 2.3-2.7x too slow)
+# and byte LOADS (w8a16_gemm's mma.sync operand reads, LDS.S8): both ran at about the 1-cycle rate.)
 EXCHANGE_CYCLES_PER_OP = 9.5
 # Cycles between one warp's instructions at best, on average (term (f)): dependent arithmetic waits ~4
 # cycles on sm_80..sm_120, and the SASS of a loop has some independent instructions. A scheduler needs
@@ -183,7 +185,12 @@ LOCKSTEP_TERMS = ("issue", "tensor", "exchange")
 # term Spearman 0.34 -> 0.83 there, #1 / best 1.66 -> 1.01 (0.68 -> 0.85 at its prefill point). An
 # exponent on the ratio (0.5, 0.75) read 0.75-0.79 at the prefill point; the plain ratio is kept. A
 # [K, N] weight's 64-byte rows (w8a16_gemm's decode point) cost nothing: the loop steps to other rows
-# and the neighbouring CTAs read the rest of them at the same time.
+# and the neighbouring CTAs read the rest of them at the same time. The loads combine by the DRAM bytes
+# each argument brings (the tile order's distinct strips): weighted by bytes per iteration instead, the
+# matmul card at M = 128 (a 2 MB activation walked in 64-byte rows beside a 128 MB weight) went 0.93 ->
+# 0.89 and gated_mlp's first point 0.82 -> 0.76; weighted so, neither moves. On the 144 development cases
+# of rounds 1-12 (with the byte-store and atomics terms): median Spearman 0.865 -> 0.869, best in the top
+# 3 65 -> 66, #1 within 3 % 73 -> 75.
 DRAM_RUN_BYTES = 128
 # Seconds the L2 takes per line request of global atomics that many CTAs aim at the same few lines
 # (occmodel.atomics: a histogram's bins, a split-K tile's partial sums); the launch takes at least the
@@ -353,20 +360,25 @@ def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any
     else:
         batches = load_batches(plain, threads, ev.regs)
         hoist = hoisting(getattr(ev, "result", None), passes) if passes and not ahead else 1.0
+    strips = operand_strips(kernel, cfg, point, ev, rep)
     return Resources(blocks, threads, loop_tile_bytes(kernel, cfg, point, rep), ahead, int(ev.spills or 0), source,
                      reads, flops, u, issue, barriers, exchange, batches,
                      max(1, passes.count) if passes else 1, passes.first_bytes if passes else 0,
-                     passes.again_bytes if passes else 0, hoist, operand_strips(kernel, cfg, point, ev, rep),
-                     short_rows(rep.main.loads if rep is not None and rep.main else ()),
+                     passes.again_bytes if passes else 0, hoist, strips,
+                     short_rows(rep.main.loads if rep is not None and rep.main else (),
+                                strips.distinct_bytes() if strips is not None else None),
                      atomic_requests(kernel, cfg, point, ev))
 
 
-def short_rows(loads: Sequence[Any]) -> float:
+def short_rows(loads: Sequence[Any], dram_bytes: Mapping[str, float] | None = None) -> float:
     """The share of DRAM bandwidth a main loop's loads reach: a load whose tile rows are r contiguous bytes
     in global memory (pipeline.LoopLoad.run_bytes) that the loop walks on along next iteration
-    (walks_rows) streams at min(1, r / DRAM_RUN_BYTES) of the bandwidth; the loads combine by their bytes
-    (a harmonic mean). 1 when no row length is known."""
-    known = [(ld.slot_bytes, ld.run_bytes if ld.walks_rows else DRAM_RUN_BYTES) for ld in loads
+    (walks_rows) streams at min(1, r / DRAM_RUN_BYTES) of the bandwidth; the loads combine by the DRAM
+    bytes each brings (a harmonic mean): `dram_bytes` per kernel argument (the tile order's distinct
+    strips: a decode GEMM's activation rows are a few MB read from L2 again and again, its weight the
+    whole stream), else each load's bytes per iteration. 1 when no row length is known."""
+    weight = (lambda ld: dram_bytes.get(ld.root, ld.slot_bytes)) if dram_bytes else (lambda ld: ld.slot_bytes)
+    known = [(weight(ld), ld.run_bytes if ld.walks_rows else DRAM_RUN_BYTES) for ld in loads
              if ld.run_bytes > 0 and ld.slot_bytes > 0]
     if not known:
         return 1.0

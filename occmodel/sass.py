@@ -41,9 +41,9 @@ class SassLoop:
     load_waves: int = 0         # runs of global loads per trip that a store or barrier separates: a load
                                 # cannot be hoisted above an earlier store (it may alias), so each run
                                 # waits the memory latency on its own
-    narrow_stores: int = 0      # of shared_ops, the sub-word stores (STS.U8 / .S8 / .U16 / .S16): registers
-                                # written to shared memory a byte or a half at a time -- an 8-bit operand
-                                # transposed for the tensor cores -- bank-conflicted, see rank's term (g)
+    narrow_stores: int = 0      # of shared_ops, the byte stores (STS.U8 / .S8): registers written to shared
+                                # memory a byte at a time -- an 8-bit operand transposed for the tensor
+                                # cores -- bank-conflicted, see rank's term (g)
 
 
 def _ldg_bytes(op: str) -> int:
@@ -97,7 +97,7 @@ def _span(insts: list[tuple[int, str, str]], start: int, end: int, inner: bool) 
                     sum(op.startswith(("LDGSTS", "UTMALDG")) for op in body), inner,
                     sum(op.startswith("BAR.SYNC") or op == "BAR" for op in body),
                     sum(_is_shared_op(op) for op in body), _load_waves(body),
-                    sum(op.startswith("STS") and _is_shared_op(op) and _ldg_bytes(op) < 4 for op in body))
+                    sum(op.startswith(("STS.U8", "STS.S8")) for op in body))
 
 
 def _load_waves(ops: list[str]) -> int:

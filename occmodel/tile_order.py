@@ -122,6 +122,14 @@ class Strips:
         trips = int(self.trip.max()) + 1 if len(self.trip) else 1
         return (self.pid // wave_ctas) * trips + self.trip
 
+    def distinct_bytes(self) -> dict[str, float]:
+        """Per kernel argument: the bytes of its distinct strips over the launch (what it brings from
+        DRAM at least once)."""
+        out: dict[str, float] = {}
+        for s in self.strips:
+            out[s.root] = out.get(s.root, 0.0) + len(np.unique(s.keys)) * s.nbytes
+        return out
+
     def revisits(self, wave_ctas: int) -> Revisits:
         """The launch replayed in waves of `wave_ctas` CTAs in program-id order (see `waves`): a strip
         read by several CTAs of one wave is one read (they stream it together through L2); one read

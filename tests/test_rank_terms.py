@@ -474,6 +474,7 @@ NARROW_LOOP = """
         /*0010*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
         /*0020*/                   STS.U8 [R18+0x10], R3 ;
         /*0030*/                   STS.U8 [R18+0x90], R5 ;
+        /*0038*/                   STS.U16 [R18+0x110], R5 ;
         /*0040*/                   PRMT R5, R4, 0x7771, RZ ;
         /*0050*/                   STS [R19], R6 ;
         /*0060*/                   LDS.S8 R7, [R20] ;
@@ -483,20 +484,21 @@ NARROW_LOOP = """
 
 
 def test_byte_stores_into_shared_memory_pay_the_conflicted_rate():
-    """Term (g): sub-word stores (STS.U8 / .U16) -- an 8-bit operand transposed through shared memory --
-    cost EXCHANGE_CYCLES_PER_OP each; other shared accesses, sub-word loads included, 1 cycle. (Found on
-    w8a8_gemm's [K, N]-weight point, round 12: 6.5-10.5 cycles per shared access measured over its best
-    configs' loops, which the 1-cycle rate put 4-9x too fast.)"""
+    """Term (g): byte stores (STS.U8) -- an 8-bit operand transposed through shared memory -- cost
+    EXCHANGE_CYCLES_PER_OP each; other shared accesses, 16-bit stores and byte loads included, 1 cycle.
+    (Found on w8a8_gemm's [K, N]-weight point, round 12: 6.5-10.5 cycles per shared access measured over
+    its best configs' loops, which the 1-cycle rate put 4-9x too fast; w4a16_gemm's STS.U16 of
+    dequantized halves ran at the 1-cycle rate.)"""
     lp = S.main_loop(S.sass_loops(NARROW_LOOP))
-    assert (lp.shared_ops, lp.narrow_stores, lp.barriers, lp.mma) == (4, 2, 1, 1)   # IGMMA is a tensor op
+    assert (lp.shared_ops, lp.narrow_stores, lp.barriers, lp.mma) == (5, 2, 1, 1)   # IGMMA is a tensor op
     u, _, barriers, cycles = R._sass_loop(type("Result", (), {"sass": NARROW_LOOP})(), 128, None)
     assert (u, barriers) == (1, 1)
-    assert cycles == pytest.approx(2 * R.EXCHANGE_CYCLES_PER_OP + 2 * 1.0)
+    assert cycles == pytest.approx(2 * R.EXCHANGE_CYCLES_PER_OP + 3 * 1.0)
 
 
-def _load(nbytes, run, walks):
+def _load(nbytes, run, walks, root=""):
     from occmodel import pipeline as P
-    return P.LoopLoad("x", "cp.async", 3, "?", nbytes, 1, run_bytes=run, walks_rows=walks)
+    return P.LoopLoad("x", "cp.async", 3, "?", nbytes, 1, root=root, run_bytes=run, walks_rows=walks)
 
 
 def test_short_rows_walked_by_the_loop_lower_the_dram_rate():
@@ -508,6 +510,11 @@ def test_short_rows_walked_by_the_loop_lower_the_dram_rate():
     assert R.short_rows([_load(4096, R.DRAM_RUN_BYTES // 2, True)]) == pytest.approx(half)
     assert R.short_rows([_load(4096, R.DRAM_RUN_BYTES // 2, True), _load(4096, 2 * R.DRAM_RUN_BYTES, True)]) \
         == pytest.approx(2 / (1 / half + 1))
+    # weighted by the DRAM bytes each argument brings when the tile order knows them: a decode GEMM's
+    # 2 MB of walked activation rows beside a 128 MB weight read in full rows cost next to nothing
+    a, w = _load(8192, R.DRAM_RUN_BYTES // 2, True, "A"), _load(8192, 2 * R.DRAM_RUN_BYTES, False, "B")
+    assert R.short_rows([a, w]) == pytest.approx(2 / (1 / half + 1))
+    assert R.short_rows([a, w], {"A": 2e6, "B": 128e6}) == pytest.approx(130e6 / (2e6 / half + 128e6))
     assert R.short_rows([_load(4096, R.DRAM_RUN_BYTES // 2, False)]) == 1.0
     assert R.short_rows([_load(4096, 0, False)]) == R.short_rows([]) == 1.0
     # the DRAM term of the step divides by it

@@ -22,6 +22,13 @@ def _two_strips() -> T.Strips:
     return T.Strips((a, b), 8)
 
 
+def test_distinct_bytes_per_argument():
+    """What each argument brings from DRAM at least once: its distinct strips x a strip's bytes."""
+    s = T.Strips((T.Strip("A", np.array([0, 0, 1, 1]), 100.0), T.Strip("B", np.array([0, 1, 0, 1]), 10.0),
+                  T.Strip("B", np.array([5, 5, 5, 5]), 1.0)), grid=4)
+    assert s.distinct_bytes() == {"A": 200.0, "B": 21.0}
+
+
 def test_revisits_of_a_row_major_order_by_hand():
     rv = _two_strips().revisits(wave_ctas=4)
     # wave 0 = CTAs 0-3: A {0}, B {0,1,2,3} -> streams 100 + 4 x 10 = 140 B; wave 1 the same with A {1}
