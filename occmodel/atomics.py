@@ -14,9 +14,14 @@ An n-element tensor takes n / 32 warp instructions (one element per lane each; c
 for more threads than elements add none). With s contiguous elements per thread (the layout's
 sizePerThread along its fastest dimension) the lanes of one instruction sit s elements apart, so it
 touches ceil(32 x s x bytes / 128) lines; with s = 1 they are adjacent: ceil(32 x bytes / 128). CTAs whose pointer
-tensors start at the same byte of the same argument share those lines. An atomic inside a loop
-counts once per trip when the loop's bounds evaluate to one number, else once. Pointers read from
-memory (a scatter through loaded indices) are left out: their lines are data.
+tensors start at the same byte of the same argument share those lines: a line group, whose requests
+queue together (`requests` sums every request of the group's CTAs to all its lines: what the L2 saw
+serialized on expert_histogram's 4-8-line counters, where the constant was measured; a wide split-K
+tile of many lines may spread over several L2 slices and queue less). An atomic inside a loop counts
+once per trip (when the trip count evaluates to one number) only if its pointer is computed before the
+loop; a pointer the loop computes (from its counter or a carried pointer) may move every trip, so its
+first trip alone is counted -- an underestimate where the trips share lines. Pointers read from memory
+(a scatter through loaded indices) are left out: their lines are data.
 
 Contract: pure (string processing and numpy), no torch, no GPU.
 """
@@ -42,8 +47,8 @@ _SCALAR = re.compile(r":\s*\(!tt\.ptr<(\w+)>")
 
 @dataclass(frozen=True)
 class Contention:
-    """The busiest line of the launch's global atomics: the line requests it receives (`requests`),
-    the CTAs that share it (`ctas`) and how many atomic ops of the kernel were traced (`traced`)."""
+    """The busiest line group of the launch's global atomics (module doc): the requests its CTAs send
+    to its lines (`requests`), the CTAs that share it (`ctas`) and how many atomic ops were traced."""
 
     requests: float
     ctas: int
@@ -64,8 +69,8 @@ def requests_per_cta(shape: Sequence[int], nbytes: int, body: str) -> tuple[floa
 
 
 def contention(ttgir: str, int_args: Mapping[str, int], grid: Sequence[int]) -> Contention | None:
-    """The busiest line over the launch (see the module doc); None when the kernel has no global atomic
-    whose pointer could be evaluated, or reads a grid axis `grid` does not state."""
+    """The busiest line group over the launch (see the module doc); None when the kernel has no global
+    atomic whose pointer could be evaluated, or reads a grid axis `grid` does not state."""
     if not ttgir or not any(op in ttgir for op in ATOMIC_OPS):
         return None
     used = set(re.findall(r"tt\.get_program_id (x|y|z)\b", ttgir)) | set(re.findall(r"tt\.get_num_programs (x|y|z)\b", ttgir))
@@ -78,6 +83,7 @@ def contention(ttgir: str, int_args: Mapping[str, int], grid: Sequence[int]) -> 
     ids = {"x": pid % gx, "y": (pid // gx) % gy, "z": pid // (gx * gy)}
     lay = Layouts(ttgir)
     env: dict[str, Any] = {}
+    in_loop: set[str] = set()             # values defined inside an open loop (they may change per trip)
     trips: list[int] = []                 # the open loops' trip counts (1 when unknown)
     opened: list[int] = []                # the depth at which each open loop's region closes
     hits: dict[tuple[str, int], float] = {}
@@ -100,8 +106,10 @@ def contention(ttgir: str, int_args: Mapping[str, int], grid: Sequence[int]) -> 
             lb, ub, step = (env.get(f.group(i)) for i in (2, 3, 4)) if f else (None, None, None)
             if f:
                 env[f.group(1)] = lb
+                in_loop.add(f.group(1))
             if "iter_args(" in ln:
                 for alias, init in re.findall(rf"({_SSA}) = ({_SSA})", ln.split("iter_args(", 1)[1]):
+                    in_loop.add(alias)
                     if init in env:
                         env[alias] = env[init]
             trips.append(_trips(lb, ub, step) or 1)
@@ -115,7 +123,7 @@ def contention(ttgir: str, int_args: Mapping[str, int], grid: Sequence[int]) -> 
                                            lay._resolve(t.group(3))[1])[0] if t else 1   # a scalar: one request
                 offsets = np.broadcast_to(np.asarray(ptr.offset, dtype=np.int64), (total,))
                 keys, counts = np.unique(offsets, return_counts=True)
-                times = math.prod(trips) if trips else 1
+                times = 1 if ops[0] in in_loop else (math.prod(trips) if trips else 1)
                 for key, count in zip(keys.tolist(), counts.tolist()):
                     k = (ptr.root, int(key) // LINE_BYTES)
                     hits[k] = hits.get(k, 0.0) + count * per_cta * times
@@ -127,6 +135,8 @@ def contention(ttgir: str, int_args: Mapping[str, int], grid: Sequence[int]) -> 
                 env[res] = v
             else:
                 env.pop(res, None)
+            if trips and (res in in_loop or any(o in in_loop for o in _operands(rest))):
+                in_loop.add(res)
         bare = re.sub(r'"(?:[^"\\]|\\.)*"', '""', ln)
         depth += bare.count("{") - bare.count("}")
         while opened and depth <= opened[-1]:

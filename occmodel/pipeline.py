@@ -379,20 +379,42 @@ def parse_ttgir(text: str, kernel: str = "", arch: str = "", num_stages: int | N
             return 0.0
         return lay.elements(_dims(m.group(1)), m.group(3), threads) * _BYTES.get(m.group(2), 2)
 
+    spans: list[tuple[int, int]] = []                # every scf.for: (its line, the line closing its region)
+    for no, ln in enumerate(lines):
+        if _OP.match(ln) and _OP.match(ln).group(2) == "scf.for":
+            depth = 0
+            for end in range(no, len(lines)):
+                bare = _STRINGS.sub('""', lines[end])
+                depth += bare.count("{") - bare.count("}")
+                if depth <= 0 and end > no:
+                    break
+            spans.append((no, end))
+
     def advance(value: str, line: int) -> int | None:
-        """The constant (elements) the loop adds to a pointer value each iteration: the value is
-        `tt.addptr %iter_arg, %c` with %c an `arith.constant dense<V>`, or an iter_arg that such an
-        addptr advances; None when the step is not a constant (a runtime stride) or not found."""
-        before = [d for d in at.get(value, []) if d[0] <= line]
+        """The constant (elements) the innermost loop around `line` adds to a pointer value each
+        iteration: the value is `tt.addptr %iter_arg, %c` of that loop's iter_arg with %c an
+        `arith.constant dense<V>`, or that loop's iter_arg which such an addptr in its body advances;
+        None when the step is not a constant (a runtime stride) or not found there. Only that loop's
+        lines count: sibling regions reuse SSA names."""
+        inside = [sp for sp in spans if sp[0] <= line <= sp[1]]
+        if not inside:
+            return None
+        first, last = max(inside)                     # the innermost: the latest start around the line
+        carried = lambda v: any(d[1] == "iter_arg" and d[0] == first for d in at.get(v, []))
+        before = [d for d in at.get(value, []) if first <= d[0] <= line]
         if not before:
             return None
         _, op, ln = before[-1]
-        steps = [ln] if op == "tt.addptr" else [
-            d[2] for d in (x for v in at.values() for x in v) if d[1] == "tt.addptr"
-            and re.search(rf"tt\.addptr\s+{re.escape(value)}\s*,", d[2])] if op == "iter_arg" else []
+        if op == "tt.addptr":
+            steps = [ln]
+        elif op == "iter_arg" and carried(value):
+            steps = [d[2] for v in at.values() for d in v if d[1] == "tt.addptr" and first < d[0] <= last
+                     and re.search(rf"tt\.addptr\s+{re.escape(value)}\s*,", d[2])]
+        else:
+            steps = []
         for st in steps:
             m = re.search(r"tt\.addptr\s+(%[\w.#-]+)\s*,\s*(%[\w.#-]+)", st)
-            if m and (op == "iter_arg" or defs.get(m.group(1), ("",))[0] == "iter_arg"):
+            if m and carried(m.group(1)):
                 c = re.search(r"arith\.constant dense<(-?\d+)>", defs.get(m.group(2), ("", ""))[1])
                 if c:
                     return int(c.group(1))

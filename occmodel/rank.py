@@ -376,10 +376,15 @@ def short_rows(loads: Sequence[Any], dram_bytes: Mapping[str, float] | None = No
     (walks_rows) streams at min(1, r / DRAM_RUN_BYTES) of the bandwidth; the loads combine by the DRAM
     bytes each brings (a harmonic mean): `dram_bytes` per kernel argument (the tile order's distinct
     strips: a decode GEMM's activation rows are a few MB read from L2 again and again, its weight the
-    whole stream), else each load's bytes per iteration. 1 when no row length is known."""
-    weight = (lambda ld: dram_bytes.get(ld.root, ld.slot_bytes)) if dram_bytes else (lambda ld: ld.slot_bytes)
-    known = [(weight(ld), ld.run_bytes if ld.walks_rows else DRAM_RUN_BYTES) for ld in loads
-             if ld.run_bytes > 0 and ld.slot_bytes > 0]
+    whole stream) when the tile order traced every one of them, else each load's bytes per iteration.
+    1 when no row length is known."""
+    loads = [ld for ld in loads if ld.run_bytes > 0 and ld.slot_bytes > 0]
+    if dram_bytes and all(ld.root in dram_bytes for ld in loads):    # else bytes per iteration for all: one unit
+        share = {r: sum(1 for ld in loads if ld.root == r) for r in {ld.root for ld in loads}}
+        weight = lambda ld: dram_bytes[ld.root] / share[ld.root]     # an argument loaded twice shares its bytes
+    else:
+        weight = lambda ld: ld.slot_bytes
+    known = [(weight(ld), ld.run_bytes if ld.walks_rows else DRAM_RUN_BYTES) for ld in loads]
     if not known:
         return 1.0
     total = sum(b for b, _ in known)

@@ -652,6 +652,16 @@ def cmd_development(args) -> int:
 
     import triton
     from occmodel.spec import load_spec
+    if args.kernels:
+        timed = set()
+        for path, take, legacy in MEASURED:
+            doc = read_json(str(ROOT / path))
+            timed |= {k["kernel"] for k in doc.get("kernels", []) if take is None or k["kernel"] in take}
+            timed |= {k["kernel"] for k in read_json(str(ROOT / legacy)).get("kernels", [])} if legacy else set()
+        off = [k for k in args.kernels.split(",") if k not in timed]
+        if off:
+            raise InputError(f"{off[0]!r} is not a development kernel (held out and not judged yet, or never timed); "
+                             f"allowed: {', '.join(sorted(timed))}")
     kernels = []
     for path, take, legacy in MEASURED:
         doc = read_json(str(ROOT / path))

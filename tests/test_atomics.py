@@ -68,6 +68,14 @@ def channel_sum_kernel(X, DW, C: tl.constexpr, BLOCK: tl.constexpr):
         tl.atomic_add(DW + c, tl.sum(x))
 
 
+@triton.jit
+def repeated_sum_kernel(X, OUT, T: tl.constexpr, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    dst = OUT + tl.arange(0, BLOCK)             # computed before the loop: every trip adds into it
+    for t in range(T):
+        tl.atomic_add(dst, tl.load(X + (pid * T + t) * BLOCK + tl.arange(0, BLOCK)), sem="relaxed")
+
+
 def _ttgir(fn, sig, consts, warps):
     from occmodel.compile import compile_kernel
     res = compile_kernel(fn, sig, consts, arch="sm_90", num_warps=warps, num_stages=1, keep_ir=True)
@@ -93,12 +101,17 @@ def test_split_k_partners_share_only_their_tile():
     assert (hot.ctas, hot.requests) == (4, 32)
 
 
-def test_a_scalar_atomic_in_a_loop_counts_once_per_trip():
-    """Liger's group-norm backward adds each channel's dW with a scalar atomic inside its channel loop:
-    one request per trip, 128 row CTAs x 8 channels on the first channel's line."""
+def test_an_atomic_in_a_loop_counts_per_trip_only_where_its_pointer_stays():
+    """A pointer computed before the loop takes every trip's requests (4 trips x 8 per CTA, 16 CTAs);
+    one the loop computes from its counter -- Liger's group-norm backward adds each channel's dW with a
+    scalar atomic at DW + c -- may move every trip, so only the first trip counts (128 CTAs x 1: an
+    underestimate here, where the 8 channels share one line)."""
+    tt = _ttgir(repeated_sum_kernel, "*fp32:16,*fp32:16", {"T": 4, "BLOCK": 256}, 8)
+    hot = A.contention(tt, {}, (16,))
+    assert (hot.ctas, hot.requests) == (16, 16 * 4 * 8)
     tt = _ttgir(channel_sum_kernel, "*fp32:16,*fp32:16", {"C": 8, "BLOCK": 256}, 4)
     hot = A.contention(tt, {}, (128,))
-    assert (hot.ctas, hot.requests) == (128, 128 * 8)
+    assert (hot.ctas, hot.requests) == (128, 128)
 
 
 def test_a_scatter_through_loaded_indices_is_not_traced():

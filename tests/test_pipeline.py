@@ -267,3 +267,29 @@ def test_row_length_and_whether_the_k_loop_walks_it():
         got[layout] = {ld.name: (ld.run_bytes, ld.walks_rows) for ld in ev.pipeline.main.loads}
     assert got["nk"] == {"a": (64, True), "b": (64, True)}
     assert got["kn"] == {"a": (64, True), "b": (64, False)}
+
+
+@triton.jit
+def _two_branch_loops(X, Y, N, FLAG, BK: tl.constexpr):
+    offs = tl.arange(0, BK)
+    acc = tl.zeros([BK], tl.float32)
+    p = X + offs
+    if FLAG > 0:
+        for k in range(0, N, BK):              # steps 999 elements: not along its 64-element rows
+            acc += tl.load(p)
+            p += 999
+    else:
+        for k in range(0, N, BK):              # steps BK: walks its rows
+            acc += tl.load(p)
+            p += BK
+    tl.store(Y + offs, acc)
+
+
+def test_the_step_is_read_from_the_loop_around_the_load():
+    """Two loops in the branches of an if reuse SSA names; each load's step is read in its own loop
+    (the first walks nothing, the second walks BK = 16 fp32 elements: 64-byte rows)."""
+    res = compile_kernel(_two_branch_loops, "*fp32:16,*fp32:16,i32,i32", {"BK": 16}, arch="sm_90",
+                         num_warps=1, num_stages=1, keep_ir=True)
+    assert res.ok, res.message
+    walks = sorted((lp.loads[0].walks_rows, lp.loads[0].run_bytes) for lp in P.analyze(res).loops if lp.loads)
+    assert walks == [(False, 64), (True, 64)]

@@ -515,6 +515,8 @@ def test_short_rows_walked_by_the_loop_lower_the_dram_rate():
     a, w = _load(8192, R.DRAM_RUN_BYTES // 2, True, "A"), _load(8192, 2 * R.DRAM_RUN_BYTES, False, "B")
     assert R.short_rows([a, w]) == pytest.approx(2 / (1 / half + 1))
     assert R.short_rows([a, w], {"A": 2e6, "B": 128e6}) == pytest.approx(130e6 / (2e6 / half + 128e6))
+    # an argument the tile order did not trace (a gather): every load by its bytes per iteration instead
+    assert R.short_rows([a, w], {"A": 2e6}) == R.short_rows([a, w])
     assert R.short_rows([_load(4096, R.DRAM_RUN_BYTES // 2, False)]) == 1.0
     assert R.short_rows([_load(4096, 0, False)]) == R.short_rows([]) == 1.0
     # the DRAM term of the step divides by it

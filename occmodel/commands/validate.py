@@ -94,6 +94,9 @@ def run(args) -> Report:
         V.require_gpu()                      # before any compile: fail fast, one line
     plan = build_plan(args)
     if not args.dry_run and not plan.card.has_launcher():
+        launcher = getattr(plan.card, "launcher", None)
+        if launcher is not None:
+            launcher.require_run()               # names which of make_inputs / launch the file lacks
         raise ConfigError(f"validate times {plan.card.name} on the GPU and needs a launcher that runs it: give "
                           "--launcher FILE.py with make_inputs(point) and launch(inputs, cfg) (or use --dry-run)")
     if args.dry_run:
