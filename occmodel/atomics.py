@@ -36,12 +36,11 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .layouts import Layouts, _ints
-from .pipeline import _OP, _dims
-from .tile_order import _ARG, _FOR, _SSA, _Ptr, _evaluate, _operands, _trips, elem_bytes
+from .pipeline import _OP, _PTR_TYPE, _STRINGS, _dims, _elem_bytes
+from .tile_order import _FOR, _SSA, _Ptr, _evaluate, _operands, _trips, kernel_args, launch_dims, program_ids
 
 LINE_BYTES = 128
 ATOMIC_OPS = ("tt.atomic_rmw", "tt.atomic_cas")
-_TYPE = re.compile(r"tensor<((?:\d+x)+)!tt\.ptr<(\w+)>,\s*(#[\w.]+(?:<\{.*?\}>)?)>")
 _SCALAR = re.compile(r":\s*\(!tt\.ptr<(\w+)>")
 
 
@@ -73,14 +72,11 @@ def contention(ttgir: str, int_args: Mapping[str, int], grid: Sequence[int]) -> 
     atomic whose pointer could be evaluated, or reads a grid axis `grid` does not state."""
     if not ttgir or not any(op in ttgir for op in ATOMIC_OPS):
         return None
-    used = set(re.findall(r"tt\.get_program_id (x|y|z)\b", ttgir)) | set(re.findall(r"tt\.get_num_programs (x|y|z)\b", ttgir))
-    if len(grid) < 1 + max(("x", "y", "z").index(a) for a in used | {"x"}):
+    dims = launch_dims(ttgir, grid)
+    if dims is None:
         return None
-    gx, gy, gz = (list(grid) + [1, 1])[:3]
-    dims = {"x": gx, "y": gy, "z": gz}
-    total = gx * gy * gz
-    pid = np.arange(total, dtype=np.int64)
-    ids = {"x": pid % gx, "y": (pid // gx) % gy, "z": pid // (gx * gy)}
+    total = dims["x"] * dims["y"] * dims["z"]
+    ids = program_ids(np.arange(total, dtype=np.int64), dims)
     lay = Layouts(ttgir)
     env: dict[str, Any] = {}
     in_loop: set[str] = set()             # values defined inside an open loop (they may change per trip)
@@ -93,11 +89,7 @@ def contention(ttgir: str, int_args: Mapping[str, int], grid: Sequence[int]) -> 
         if not in_func:
             if "tt.func public" in ln:
                 in_func, depth = True, 1
-                for name, _, pty in _ARG.findall(ln):
-                    if pty:
-                        env[name] = _Ptr(name.lstrip("%"), 0)
-                    elif name.lstrip("%") in int_args:
-                        env[name] = int(int_args[name.lstrip("%")])
+                env.update(kernel_args(ln, int_args))
             continue
         m = _OP.match(ln)
         res, op, rest = (m.group(1), m.group(2), ln[m.end():]) if m else (None, "", "")
@@ -117,9 +109,9 @@ def contention(ttgir: str, int_args: Mapping[str, int], grid: Sequence[int]) -> 
         elif op in ATOMIC_OPS:
             ops = _operands(re.sub(r"^\s*(\w+\s*,\s*)+", "", rest))
             ptr = env.get(ops[0]) if ops else None
-            t, one = _TYPE.search(rest), _SCALAR.search(rest)
+            t, one = _PTR_TYPE.search(rest), _SCALAR.search(rest)
             if isinstance(ptr, _Ptr) and (t or one):
-                per_cta = requests_per_cta(_dims(t.group(1)), elem_bytes(t.group(2)) or 4,
+                per_cta = requests_per_cta(_dims(t.group(1)), _elem_bytes(t.group(2)),
                                            lay._resolve(t.group(3))[1])[0] if t else 1   # a scalar: one request
                 offsets = np.broadcast_to(np.asarray(ptr.offset, dtype=np.int64), (total,))
                 keys, counts = np.unique(offsets, return_counts=True)
@@ -137,7 +129,7 @@ def contention(ttgir: str, int_args: Mapping[str, int], grid: Sequence[int]) -> 
                 env.pop(res, None)
             if trips and (res in in_loop or any(o in in_loop for o in _operands(rest))):
                 in_loop.add(res)
-        bare = re.sub(r'"(?:[^"\\]|\\.)*"', '""', ln)
+        bare = _STRINGS.sub('""', ln)
         depth += bare.count("{") - bare.count("}")
         while opened and depth <= opened[-1]:
             opened.pop()

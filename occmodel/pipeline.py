@@ -45,6 +45,7 @@ _DESC = re.compile(r"!tt\.tensordesc<([0-9x]+)x(\w+)")
 _LOCREF = re.compile(r"loc\((#loc\d*)\)\s*$")
 _LOCDEF = re.compile(r"^(#loc\d*)\s*=\s*loc\((.*)\)\s*$")
 _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
+_PTR_TYPE = re.compile(r"tensor<((?:\d+x)+)!tt\.ptr<(\w+)>,\s*(#[\w.]+(?:<\{.*?\}>)?)>")   # shape, dtype, layout
 _WAIT = re.compile(r"\{num = (\d+) : i32\}")
 _MMA_DEF = re.compile(r"^(#[\w]+)\s*=\s*#ttg\.nvidia_mma<\{(.*)\}>")
 _REDUCE_TYPES = re.compile(r"^\s*\}\)\s*:\s*\((tensor<[^>]*>)\)\s*->\s*(tensor<.*>)\s*loc")
@@ -426,7 +427,7 @@ def parse_ttgir(text: str, kernel: str = "", arch: str = "", num_stages: int | N
         pass orders the contiguous dimension first) x the element size, and whether the loop advances
         the pointer by exactly that extent; a descriptor block's last dimension (not walked: unknown);
         (0, False) when neither can be read."""
-        m = re.search(r"tensor<((?:\d+x)+)!tt\.ptr<(\w+)>,\s*(#[\w.]+(?:<\{.*?\}>)?)>", ln)
+        m = _PTR_TYPE.search(ln)
         if m:
             kind, body = lay._resolve(m.group(3))
             order, dims = _ints(body, "order") if kind == "#ttg.blocked" else [], _dims(m.group(1))

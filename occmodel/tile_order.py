@@ -42,7 +42,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .pipeline import _BYTES, _OP, _TENSOR_PTR, _dims
+from .pipeline import _BYTES, _OP, _STRINGS, _TENSOR_PTR, _dims
 
 _SSA = r"%[\w.#-]+"
 _ARG = re.compile(rf"({_SSA}):\s*(!tt\.ptr<(\w+)>|i\d+)")
@@ -160,6 +160,34 @@ def _operands(rest: str) -> list[str]:
     return re.findall(_SSA, head)
 
 
+def launch_dims(ttgir: str, grid: Sequence[int]) -> dict[str, int] | None:
+    """The grid as {"x", "y", "z"} sizes; None when the kernel reads a program-id axis `grid` does not
+    state (a grid known only as its CTA count, for a kernel that reads program_id(1))."""
+    used = set(re.findall(r"tt\.get_program_id (x|y|z)\b", ttgir)) | set(re.findall(r"tt\.get_num_programs (x|y|z)\b", ttgir))
+    if len(grid) < 1 + max(("x", "y", "z").index(a) for a in used | {"x"}):
+        return None
+    gx, gy, gz = (list(grid) + [1, 1])[:3]
+    return {"x": gx, "y": gy, "z": gz}
+
+
+def program_ids(pid: np.ndarray, dims: Mapping[str, int]) -> dict[str, np.ndarray]:
+    """Each axis's program id of the linear program ids `pid` (x fastest)."""
+    gx, gy = dims["x"], dims["y"]
+    return {"x": pid % gx, "y": (pid // gx) % gy, "z": pid // (gx * gy)}
+
+
+def kernel_args(ln: str, int_args: Mapping[str, int]) -> dict[str, Any]:
+    """The `tt.func public` line's arguments as values: each pointer a _Ptr at offset 0 of itself, each
+    integer named in `int_args` its value (the others unknown, left out)."""
+    env: dict[str, Any] = {}
+    for name, _, pty in _ARG.findall(ln):
+        if pty:
+            env[name] = _Ptr(name.lstrip("%"), 0)
+        elif name.lstrip("%") in int_args:
+            env[name] = int(int_args[name.lstrip("%")])
+    return env
+
+
 def strips(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence[int], iterations: int) -> Strips | None:
     """The main loop's strips per program id (see the module doc); `grid` is the launch grid as
     known, x first: (total,) when only the CTA count is (a kernel reading program_id(1) then gives
@@ -171,11 +199,10 @@ def strips(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence[
     outer = main.parent
     if outer >= 0 and report.loops[outer].parent >= 0:
         return None
-    used = set(re.findall(r"tt\.get_program_id (x|y|z)\b", ttgir)) | set(re.findall(r"tt\.get_num_programs (x|y|z)\b", ttgir))
-    if len(grid) < 1 + max(("x", "y", "z").index(a) for a in used | {"x"}):
+    dims = launch_dims(ttgir, grid)
+    if dims is None:
         return None                         # the kernel reads an axis the grid does not state
-    gx, gy, gz = (list(grid) + [1, 1])[:3]
-    dims = {"x": gx, "y": gy, "z": gz}
+    gx, gy, gz = dims["x"], dims["y"], dims["z"]
     target = next(i for i, lp in enumerate(report.loops) if lp is main)
     total = gx * gy * gz
     pid = np.arange(total, dtype=np.int64)
@@ -211,8 +238,7 @@ def _walk(ttgir: str, int_args: Mapping[str, int], pid: np.ndarray, dims: Mappin
     `trip`, the walk stops at the tile loop and returns its (lb, ub, step). Returns (main-loop loads
     as (pointer, bytes per iteration), the tile loop's (lb, ub, step) or None, the main loop's trips
     when its bounds evaluate to one number, else 0); None when the main loop is never reached."""
-    gx, gy = dims["x"], dims["y"]
-    ids = {"x": pid % gx, "y": (pid // gx) % gy, "z": pid // (gx * gy)}
+    ids = program_ids(pid, dims)
     env: dict[str, Any] = {}
     loads: list[tuple[_Ptr, int]] = []
     bounds, inner = None, 0
@@ -221,11 +247,7 @@ def _walk(ttgir: str, int_args: Mapping[str, int], pid: np.ndarray, dims: Mappin
         if not in_func:
             if "tt.func public" in ln:
                 in_func, depth = True, 1
-                for name, ty, pty in _ARG.findall(ln):
-                    if pty:
-                        env[name] = _Ptr(name.lstrip("%"), 0)
-                    elif name.lstrip("%") in int_args:
-                        env[name] = int(int_args[name.lstrip("%")])
+                env.update(kernel_args(ln, int_args))
             continue
         m = _OP.match(ln)
         res, op, rest = (m.group(1), m.group(2), ln[m.end():]) if m else (None, "", "")
@@ -264,7 +286,7 @@ def _walk(ttgir: str, int_args: Mapping[str, int], pid: np.ndarray, dims: Mappin
                 env[res] = v
             else:
                 env.pop(res, None)
-        bare = re.sub(r'"(?:[^"\\]|\\.)*"', '""', ln)
+        bare = _STRINGS.sub('""', ln)
         depth += bare.count("{") - bare.count("}")
         if depth_main is not None and depth <= depth_main:
             break                                         # the main loop closed

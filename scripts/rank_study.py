@@ -584,6 +584,17 @@ def markdown(doc: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def same_triton(doc: dict[str, Any], any_triton: bool, where: str = "") -> str | None:
+    """The triton the GPU ran for `doc`; InputError when it is not this one (unless `any_triton`): the
+    estimates must come from the compiler that built what was timed."""
+    import triton
+    ran = doc.get("env", {}).get("triton")
+    if ran and ran != triton.__version__ and not any_triton:
+        raise InputError(f"{where}the GPU ran triton {ran}, this is {triton.__version__}: compile with the same "
+                         "triton (or pass --any-triton)")
+    return ran
+
+
 def cmd_evaluate(args) -> int:
     t_start = time.time()
 
@@ -594,11 +605,7 @@ def cmd_evaluate(args) -> int:
     from occmodel.spec import load_spec
     doc = read_json(args.measured)
     spec = load_spec(doc.get("spec", "sm_90"))
-    ran = doc.get("env", {}).get("triton")
-    if ran and ran != triton.__version__ and not args.any_triton:
-        print(f"rank_study: error: the GPU ran triton {ran}, this is {triton.__version__}: compile with the same "
-              "triton (or pass --any-triton)", file=sys.stderr)
-        return 2
+    ran = same_triton(doc, args.any_triton)
     entries = measured_entries(doc)
     if args.legacy:
         entries += legacy_entries(read_json(args.legacy))
@@ -622,10 +629,15 @@ def cmd_evaluate(args) -> int:
                            "TTGIR's pipelining and dot layouts). A config that did not run or failed the correctness "
                            "check is left out of its point."),
            "summary": summary(kernels), "kernels": kernels}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).with_suffix(".json").write_text(json.dumps(out, indent=1, default=str) + "\n")
-    Path(args.out).with_suffix(".md").write_text(markdown(out))
-    log(f"wrote {Path(args.out).with_suffix('.md')}")
+    return write_evaluation(out, args.out, log)
+
+
+def write_evaluation(out: dict[str, Any], path: str, log) -> int:
+    """OUT.json and OUT.md of an evaluation, and its summary per calibration on stdout."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).with_suffix(".json").write_text(json.dumps(out, indent=1, default=str) + "\n")
+    Path(path).with_suffix(".md").write_text(markdown(out))
+    log(f"wrote {Path(path).with_suffix('.md')}")
     for cname, s in out["summary"].items():
         print(f"{cname}: {s}")
     return 0
@@ -665,10 +677,7 @@ def cmd_development(args) -> int:
     kernels = []
     for path, take, legacy in MEASURED:
         doc = read_json(str(ROOT / path))
-        ran = doc.get("env", {}).get("triton")
-        if ran and ran != triton.__version__ and not args.any_triton:
-            raise InputError(f"{path}: the GPU ran triton {ran}, this is {triton.__version__}: compile with the same "
-                             "triton (or pass --any-triton)")
+        same_triton(doc, args.any_triton, f"{path}: ")
         spec = load_spec(doc.get("spec", "sm_90"))
         cals = calibrations(doc, spec, args.product)
         if args.calibration not in cals:
@@ -686,13 +695,7 @@ def cmd_development(args) -> int:
                            f"{triton.__version__}. Every kernel here was held out once and judged from its freeze; "
                            "these figures are the model as it is now, on data it has been developed on."),
            "summary": summary(kernels), "kernels": kernels}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).with_suffix(".json").write_text(json.dumps(out, indent=1, default=str) + "\n")
-    Path(args.out).with_suffix(".md").write_text(markdown(out))
-    log(f"wrote {Path(args.out).with_suffix('.md')}")
-    for cname, s_ in out["summary"].items():
-        print(f"{cname}: {s_}")
-    return 0
+    return write_evaluation(out, args.out, log)
 
 
 def cmd_figure(args) -> int:
