@@ -182,7 +182,8 @@ LOCKSTEP_TERMS = ("issue", "tensor", "exchange")
 # of the bandwidth. Found on w8a8_gemm (round 12, development since): at its decode point (M = 64, an
 # [N, K] int8 weight of 470 MB streamed once) every BLOCK_K = 64 config ran 1.4-1.7x slower than its
 # BLOCK_K = 128 twin (120 vs 199 us for 64 x 64 tiles: 3.9 vs 2.4 TB/s), which the model tied; with the
-# term Spearman 0.34 -> 0.83 there, #1 / best 1.66 -> 1.01 (0.68 -> 0.85 at its prefill point). An
+# term Spearman 0.34 -> 0.83 there, #1 / best 1.66 -> 1.01 (0.68 -> 0.85 at its prefill point; timings:
+# reports/h200/rank_study_round12_h200.json, H200, triton 3.6.0, GPU_NOTES section 17). An
 # exponent on the ratio (0.5, 0.75) read 0.75-0.79 at the prefill point; the plain ratio is kept. A
 # [K, N] weight's 64-byte rows (w8a16_gemm's decode point) cost nothing: the loop steps to other rows
 # and the neighbouring CTAs read the rest of them at the same time. The loads combine by the DRAM bytes
@@ -197,8 +198,9 @@ DRAM_RUN_BYTES = 128
 # busiest line group's requests x this. Measured on the H200 (session 11, development: expert_histogram,
 # round 12, all CTAs adding into E = 256 / 128 int32 counters): over its 28 STEPS=1 configs where the
 # atomics dominate (0.18-2.8 ms against a 34 us DRAM roof) 1.34-1.57 ns per request, median 1.42 --
-# whether a CTA's 2, 4 or 8 warps split its counters into 32, 16 or 8 requests. A datasheet gives no
-# figure; other GPUs are assumed the same (the estimate says so).
+# whether a CTA's 2, 4 or 8 warps split its counters into 32, 16 or 8 requests (timings:
+# reports/h200/rank_study_round12_h200.json, H200, triton 3.6.0, torch 2.11.0+cu130; GPU_NOTES section 17,
+# call 2). A datasheet gives no figure; other GPUs are assumed the same (the estimate says so).
 ATOMIC_REQUEST_S = 1.42e-9
 
 
