@@ -352,7 +352,8 @@ def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any
         if rep.main is not None:
             reads, flops = rep.main.shared_read_bytes, rep.main.dot_fp16_flops
     source = "compiled" if ev.source == "compiled" else "model"
-    u, issue, barriers, exchange = _sass_loop(getattr(ev, "result", None), threads, rep)
+    u, issue, barriers, exchange = _sass_loop(getattr(ev, "result", None), threads, rep,
+                                              inner_trips(kernel, cfg, point, ev, rep))
     plain = sum(ld.slot_bytes for ld in rep.main.loads if not ld.pipelined) if rep is not None and rep.main else 0
     passes = rep.passes() if rep is not None else None
     flat = unrolled_body(getattr(ev, "result", None), kernel.loop_iterations(cfg, point) or 1, ev.regs) \
@@ -421,6 +422,21 @@ def operand_strips(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev
     return strips(ttgir, rep, args, dims, kernel.loop_iterations(cfg, point) or 1)
 
 
+def inner_trips(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any, rep: Any) -> tuple | None:
+    """The trips of each loop inside the main loop (tile_order.nested_trips) from the compiled TTGIR,
+    the integer launch arguments and the launch grid at `point`; None when any is unknown or the main
+    loop has no loop inside it."""
+    ttgir = getattr(getattr(ev, "result", None), "ttgir", None)
+    main = rep.main if rep is not None else None
+    if not ttgir or main is None or not any(lp.parent >= 0 and rep.loops[lp.parent] is main for lp in rep.loops):
+        return None
+    dims, args = kernel.launch_grid(cfg, point), kernel.scalar_args(cfg, point)
+    if dims is None or args is None:
+        return None
+    from .tile_order import nested_trips
+    return nested_trips(ttgir, rep, args, dims)
+
+
 def unrolled_body(result: Any, n: int, regs: int | None) -> tuple[float, float] | None:
     """(issue slots per warp per iteration, latency waits per iteration) of a kernel whose n declared
     loop iterations were unrolled away (a tl.static_range: its SASS has no loop): the whole listing
@@ -471,14 +487,17 @@ def load_batches(plain_bytes: int, threads: int, regs: int | None) -> float:
     return max(1.0, words / regs)
 
 
-def _sass_loop(result: Any, threads: int, rep: Any) -> tuple[int, float, int, float]:
+def _sass_loop(result: Any, threads: int, rep: Any, trips: Sequence[float | None] | None = None
+               ) -> tuple[int, float, int, float]:
     """(unroll, issue slots per warp per iteration, barriers per trip, exchange cycles per warp per
-    iteration: 0 unless the loop holds a barrier, see term (g)) of the compiled main loop; (1, 0.0, 0, 0.0)
-    without SASS."""
+    iteration: 0 unless the loop holds a barrier, see term (g)) of the compiled main loop, its inner
+    loops run `trips` times each (nest_trips); (1, 0.0, 0, 0.0) without SASS."""
     from . import sass as S
-    loop = S.main_loop(S.sass_loops(getattr(result, "sass", None) or ""))
+    loops = S.sass_loops(getattr(result, "sass", None) or "")
+    loop = S.main_loop(loops)
     if loop is None:
         return 1, 0.0, 0, 0.0
+    loop = nest_trips(loop, S.nested(loops, loop), trips)
     main = rep.main if rep is not None else None
     per_iter = sum(ld.slot_bytes for ld in main.loads) if main is not None else 0
     u = S.unroll(loop, threads, per_iter) if not (rep is not None and rep.ahead) else 1
@@ -486,6 +505,28 @@ def _sass_loop(result: Any, threads: int, rep: Any) -> tuple[int, float, int, fl
     k = EXCHANGE_CYCLES_PER_OP if vector else 1.0
     cycles = (loop.shared_ops - loop.narrow_stores) * k + loop.narrow_stores * EXCHANGE_CYCLES_PER_OP
     return u, S.issue_slots(loop) / u, loop.barriers, (cycles / u if loop.barriers else 0.0)
+
+
+def nest_trips(loop: Any, inner: Sequence[Any], trips: Sequence[float | None] | None) -> Any:
+    """One trip of the SASS main loop with the loops inside it run as often as the source says: the
+    listing holds each inner body once, a source loop inside the main loop runs t trips per iteration
+    (tile_order.nested_trips; a top-k's k selection passes over the chunk it loaded). One source loop
+    may compile to several SASS loops (ptxas unrolls a loop of unknown trip count and keeps a
+    remainder loop): its t trips are costed at the smallest of them (one source iteration), the others
+    not at all; several source loops pair with the SASS loops in order when the counts agree. `loop`
+    unchanged when nothing pairs. Found on row_topk (round 13: k = 50 passes per chunk costed once,
+    every config estimated 10-20x too fast)."""
+    from . import sass as S
+    if not inner or not trips or any(t is None for t in trips):
+        return loop
+    if len(trips) == 1:
+        one = min(inner, key=lambda lp: lp.instructions)
+        pairs = [(lp, trips[0] if lp is one else 0.0) for lp in inner]
+    elif len(trips) == len(inner):
+        pairs = list(zip(inner, trips))
+    else:
+        return loop
+    return S.with_trips(loop, pairs)
 
 
 # ------------------------------------------------------------------ model

@@ -120,11 +120,37 @@ def _is_shared_op(op: str) -> bool:
 
 def main_loop(loops: list[SassLoop]) -> SassLoop | None:
     """The loop that carries the kernel's work: among innermost loops, the one with tensor-core
-    ops, else the one that loads the most bytes per trip, else the longest."""
+    ops, else the one that loads the most bytes per trip, else the longest -- unless that one
+    neither loads nor multiplies and a loop around it loads: then the innermost such loop (a
+    chunk loop whose inner loop computes on the chunk it loaded: a top-k's k selection passes)."""
     inner = [lp for lp in loops if lp.inner] or loops
     if not inner:
         return None
-    return max(inner, key=lambda lp: (lp.mma > 0, lp.global_load_bytes + 16 * lp.async_copies, lp.instructions))
+    best = max(inner, key=lambda lp: (lp.mma > 0, lp.global_load_bytes + 16 * lp.async_copies, lp.instructions))
+    if best.mma or best.global_loads or best.async_copies:
+        return best
+    around = [lp for lp in loops if lp.start <= best.start and best.end <= lp.end and lp is not best
+              and (lp.global_loads or lp.async_copies)]
+    return min(around, key=lambda lp: lp.end - lp.start) if around else best
+
+
+def nested(loops: list[SassLoop], outer: SassLoop) -> list[SassLoop]:
+    """The loops directly inside `outer` (inside no other loop inside it), by address."""
+    inside = [lp for lp in loops if outer.start <= lp.start and lp.end <= outer.end and lp is not outer]
+    return sorted((lp for lp in inside if not any(o is not lp and o.start <= lp.start and lp.end <= o.end
+                                                  for o in inside)), key=lambda lp: lp.start)
+
+
+_COUNTS = ("instructions", "global_load_bytes", "global_loads", "mufu", "mma", "async_copies", "barriers",
+           "shared_ops", "load_waves", "narrow_stores")
+
+
+def with_trips(outer: SassLoop, inner: list[tuple[SassLoop, float]]) -> SassLoop:
+    """One trip of `outer` with each of its inner loops run the given number of trips (the listing
+    holds each inner body once): every count is outer's, plus (trips - 1) x the inner loop's."""
+    add = {f: sum((t - 1) * getattr(lp, f) for lp, t in inner) for f in _COUNTS}
+    return SassLoop(outer.start, outer.end, **{f: max(0, round(getattr(outer, f) + add[f])) for f in _COUNTS},
+                    inner=outer.inner)
 
 
 def unroll(loop: SassLoop, threads: int, bytes_per_iteration: int) -> int:

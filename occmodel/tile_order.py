@@ -225,23 +225,24 @@ def strips(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence[
     walk = _walk(ttgir, int_args, vpid, dims, target, outer, trip)
     if walk is None:
         return None
-    loads, (lb, ub, step), inner = walk
+    loads, (lb, ub, step), inner, _ = walk
     valid = np.broadcast_to(np.asarray(lb + trip * step < ub), vpid.shape)
     per_trip = inner if inner else max(1, iterations // max(1, trips))
     return _strips(loads, valid, per_trip, total, trip, vpid)
 
 
 def _walk(ttgir: str, int_args: Mapping[str, int], pid: np.ndarray, dims: Mapping[str, int], target: int,
-          outer: int = -1, trip: np.ndarray | None = None) -> tuple[list, Any, int] | None:
+          outer: int = -1, trip: np.ndarray | None = None) -> tuple[list, Any, int, list] | None:
     """Evaluate the kernel for the program ids `pid` (virtual CTAs) down to the main loop (loop index
     `target`). With a tile loop (`outer`), its induction variable is lb + trip x step; without
     `trip`, the walk stops at the tile loop and returns its (lb, ub, step). Returns (main-loop loads
     as (pointer, bytes per iteration), the tile loop's (lb, ub, step) or None, the main loop's trips
-    when its bounds evaluate to one number, else 0); None when the main loop is never reached."""
+    when its bounds evaluate to one number, else 0, (loop index, mean trips or None) of each loop inside
+    the main loop); None when the main loop is never reached."""
     ids = program_ids(pid, dims)
     env: dict[str, Any] = {}
     loads: list[tuple[_Ptr, int]] = []
-    bounds, inner = None, 0
+    bounds, inner, nest = None, 0, []
     fors, depth, depth_main, in_func = -1, 0, None, False
     for ln in ttgir.splitlines():
         if not in_func:
@@ -260,7 +261,7 @@ def _walk(ttgir: str, int_args: Mapping[str, int], pid: np.ndarray, dims: Mappin
                     return None
                 bounds = (lb, ub, step)
                 if trip is None:
-                    return loads, bounds, 0
+                    return loads, bounds, 0, []
                 env[f.group(1)] = np.asarray(lb, dtype=np.int64) + trip * np.asarray(step, dtype=np.int64)
             else:
                 if f:
@@ -273,6 +274,8 @@ def _walk(ttgir: str, int_args: Mapping[str, int], pid: np.ndarray, dims: Mappin
                 depth_main = depth
                 n = _trips(lb, ub, step)
                 inner = n if n is not None else 0
+            elif depth_main is not None:
+                nest.append((fors, _mean_trips(lb, ub, step)))
         elif op in LOAD_OPS and depth_main is not None:           # in the main loop's body
             ops = _operands(rest)
             ptr = env.get(ops[0]) if ops else None
@@ -294,7 +297,36 @@ def _walk(ttgir: str, int_args: Mapping[str, int], pid: np.ndarray, dims: Mappin
             break
     if depth_main is None:
         return None
-    return loads, bounds, inner
+    return loads, bounds, inner, nest
+
+
+def nested_trips(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence[int]) -> tuple[float | None, ...] | None:
+    """The trips of each loop directly inside the main loop (TTGIR order) at the main loop's first
+    iteration, averaged over the CTAs (a persistent kernel's at their first tile): a top-k's
+    ``for j in range(0, K)`` inside its chunk loop runs K trips per chunk. An entry is None when its
+    bounds cannot be evaluated; None when the walk cannot reach the main loop (see strips)."""
+    main = getattr(report, "main", None)
+    if main is None or not ttgir:
+        return None
+    outer = main.parent
+    if outer >= 0 and report.loops[outer].parent >= 0:
+        return None
+    dims = launch_dims(ttgir, grid)
+    if dims is None:
+        return None
+    target = next(i for i, lp in enumerate(report.loops) if lp is main)
+    pid = np.arange(dims["x"] * dims["y"] * dims["z"], dtype=np.int64)
+    walk = _walk(ttgir, int_args, pid, dims, target, outer, np.zeros_like(pid) if outer >= 0 else None)
+    if walk is None:
+        return None
+    return tuple(t for i, t in walk[3] if report.loops[i].parent == target)
+
+
+def _mean_trips(lb: Any, ub: Any, step: Any) -> float | None:
+    """A loop's trips averaged over the CTAs (None when a bound is unknown or the step is not positive)."""
+    if any(v is None or isinstance(v, _Ptr) for v in (lb, ub, step)) or np.any(np.asarray(step) <= 0):
+        return None
+    return float(np.mean(np.maximum(0, -(-(np.asarray(ub, dtype=np.int64) - lb) // np.asarray(step, dtype=np.int64)))))
 
 
 def _trips(lb: Any, ub: Any, step: Any) -> int | None:

@@ -651,6 +651,7 @@ MEASURED = [
     *[(f"reports/h200/rank_study_round{n}_h200.json", None, None) for n in range(2, 12)],
     ("reports/h200/rank_study_round12_h200.json", {"expert_histogram", "w8a8_gemm", "attn_bwd_dkdv"}, None),
     ("reports/h200/rank_study_round12b_h200.json", None, None),
+    ("reports/h200/rank_study_round13_h200.json", None, None),
 ]
 
 

@@ -1,0 +1,112 @@
+"""A main loop with a loop inside it (rank.nest_trips): the inner loop's body, which the SASS
+holds once, is costed as often as the source runs it -- on a hand-worked listing and on a
+real top-k-style kernel (a chunk loop that loads, k selection passes over each chunk) compiled
+here for sm_90 (no GPU)."""
+
+from __future__ import annotations
+
+import pytest
+import triton
+import triton.language as tl
+
+from occmodel import pipeline as P
+from occmodel import rank as R
+from occmodel import sass as S
+from occmodel import tile_order as T
+
+# cuobjdump's layout: an outer loop (0x10..0x90) that loads one 32-bit word per thread, and inside
+# it a loop (0x40..0x70) with no load: a max, a barrier, a shared store and the backward branch.
+NESTED = """
+        /*0000*/                   S2R R0, SR_TID.X ;
+        /*0010*/                   LDG.E R2, desc[UR4][R4.64] ;
+        /*0020*/                   IADD3 R4, R4, 0x4, RZ ;
+        /*0030*/                   MOV R6, RZ ;
+        /*0040*/                   IMNMX R7, R2, R7, !PT ;
+        /*0050*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+        /*0060*/                   STS [R8], R7 ;
+        /*0070*/              @!P0 BRA 0x40 ;
+        /*0080*/                   ISETP.GE.AND P1, PT, R4, R9, PT ;
+        /*0090*/              @!P1 BRA 0x10 ;
+        /*00a0*/                   EXIT ;
+        /*00b0*/                   BRA 0xb0;
+"""
+
+
+def test_the_loop_that_loads_is_the_main_loop():
+    loops = S.sass_loops(NESTED)
+    inner, outer = loops                          # innermost first
+    assert (inner.start, inner.end, inner.instructions) == (0x40, 0x70, 4)
+    assert (outer.start, outer.end, outer.instructions) == (0x10, 0x90, 9)
+    assert inner.global_loads == 0 and outer.global_loads == 1
+    # the innermost loop neither loads nor multiplies: the loop around it that loads carries the work
+    assert S.main_loop(loops) is outer
+    assert S.nested(loops, outer) == [inner]
+
+
+def test_inner_trips_multiply_the_inner_body():
+    loops = S.sass_loops(NESTED)
+    outer = S.main_loop(loops)
+    # 50 trips: 9 + 49 x 4 = 205 instructions, 1 + 49 x 1 = 50 barriers and shared stores; 1 load
+    lp = R.nest_trips(outer, S.nested(loops, outer), (50.0,))
+    assert (lp.instructions, lp.barriers, lp.shared_ops, lp.global_loads) == (205, 50, 50, 1)
+    # trips unknown (no launch arguments) or unpaired: the listing as it is
+    assert R.nest_trips(outer, S.nested(loops, outer), None) is outer
+    assert R.nest_trips(outer, S.nested(loops, outer), (None,)) is outer
+    assert R.nest_trips(outer, S.nested(loops, outer), (3.0, 4.0)) is outer
+
+
+def test_one_source_loop_compiled_to_two_is_costed_once_per_trip():
+    # ptxas's unrolled body (16 instructions) and its remainder loop (4): t trips at 4 each, 0 x 16
+    big = S.SassLoop(0x100, 0x200, 16, 0, 0, 0, 0, 0, True, barriers=4)
+    rest = S.SassLoop(0x210, 0x250, 4, 0, 0, 0, 0, 0, True, barriers=1)
+    outer = S.SassLoop(0x0, 0x300, 30, 64, 4, 0, 0, 0, False, barriers=5)
+    lp = R.nest_trips(outer, [big, rest], (10.0,))
+    assert lp.instructions == 30 - 16 + 9 * 4 and lp.barriers == 5 - 4 + 9 * 1
+
+
+@triton.jit
+def _select_kernel(X, OUT, V, K, BLOCK: tl.constexpr, CHUNKS: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    best = tl.full([], -1.0e30, tl.float32)
+    for c in range(0, CHUNKS):
+        x = tl.load(X + row * V + c * BLOCK + offs, mask=c * BLOCK + offs < V, other=-1.0e30)
+        prev = tl.full([], 3.0e38, tl.float32)
+        for j in range(0, K):                   # k passes: the next largest below the previous pick
+            cur = tl.max(tl.where(x < prev, x, -1.0e30))
+            best = tl.maximum(best, cur)
+            prev = cur
+    tl.store(OUT + row, best)
+
+
+SIG = {"X": "*fp32:16", "OUT": "*fp32:16", "V": "i32", "K": "i32"}
+
+
+@pytest.fixture(scope="module")
+def compiled(shared_cache):
+    from occmodel.compile import compile_kernel
+    res = compile_kernel(_select_kernel, SIG, {"BLOCK": 1024, "CHUNKS": 4}, arch="sm_90", num_warps=4,
+                         num_stages=1, keep_ir=True)
+    assert res.ok, res.message
+    return res
+
+
+def test_trips_of_the_selection_loop_come_from_the_launch_arguments(compiled):
+    rep = P.analyze(compiled)
+    assert rep.main is not None and rep.main.loads            # the chunk loop, which loads
+    assert T.nested_trips(compiled.ttgir, rep, {"V": 4096, "K": 50}, (64,)) == (50.0,)
+    assert T.nested_trips(compiled.ttgir, rep, {"V": 4096, "K": 8}, (64,)) == (8.0,)
+    assert T.nested_trips(compiled.ttgir, rep, {"V": 4096}, (64,)) == (None,)      # K unknown
+
+
+def test_issue_per_iteration_grows_with_k(compiled):
+    rep = P.analyze(compiled)
+    loops = S.sass_loops(compiled.sass)
+    outer = S.main_loop(loops)
+    inner = S.nested(loops, outer)
+    assert outer.global_loads and inner and not any(lp.global_loads for lp in inner)
+    _, once, _, _ = R._sass_loop(compiled, 128, rep, None)
+    _, k8, _, _ = R._sass_loop(compiled, 128, rep, (8.0,))
+    _, k50, _, _ = R._sass_loop(compiled, 128, rep, (50.0,))
+    body = min(S.issue_slots(lp) for lp in inner)
+    assert k8 == pytest.approx(once + 7 * body) and k50 == pytest.approx(once + 49 * body)
