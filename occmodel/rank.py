@@ -32,7 +32,9 @@ and one iteration of the c co-resident CTAs takes about the slowest of (all time
                                                (f) instruction issue: W warps per CTA each issue i
                                                    slots per iteration (the SASS loop's instructions,
                                                    MUFU ops x 8, over u, the source iterations one trip
-                                                   of the SASS loop covers: ptxas unrolls); 4 schedulers
+                                                   of the SASS loop covers: ptxas unrolls; a loop inside
+                                                   the main loop counted as many trips as its evaluated
+                                                   bounds say: nest_trips); 4 schedulers
                                                    per SM, and one warp issues one instruction per
                                                    D = DEPENDENT_ISSUE_CYCLES at best (a scheduler with
                                                    fewer than D warps idles on dependent instructions)
