@@ -272,6 +272,12 @@ def _routing_cpu(T: int, E: int, topk: int, skew: float, seed: int):
     return weights.contiguous(), ids.to(torch.int32).contiguous()
 
 
+@functools.lru_cache(maxsize=32)
+def _aligned_cpu(T: int, E: int, topk: int, skew: float, block_m: int):
+    """align_block_size of the seed-0 routing, on the CPU (example_args' index data)."""
+    return align_block_size(_routing_cpu(T, E, topk, skew, 0)[1], E, block_m)
+
+
 def _routing(point, seed: int):
     return _routing_cpu(int(point["T"]), int(point["E"]), int(point["topk"]), float(point.get("skew", 0.5)), seed)
 
@@ -406,7 +412,8 @@ def cta_iterations(cfg, point) -> list[int]:
 
 
 def example_args(cfg, point) -> dict:
-    """The launch arguments of `_kernel` for `cfg` at `point`, on the meta device (no memory)."""
+    """The launch arguments of `_kernel` for `cfg` at `point`: tensors on the meta device (no memory)
+    but the routing's index tensors, which hold the seed-0 routing's values on the CPU."""
     import torch
     _check_point(point)
     _check_cfg(cfg)
@@ -417,10 +424,9 @@ def example_args(cfg, point) -> dict:
     w = torch.empty((E, N, K), dtype=dt, device="meta")
     out = torch.empty((T * topk, N), dtype=dt, device="meta")
     topk_weights = torch.empty((T * topk,), dtype=torch.float32, device="meta")
-    em = _padded_len(T * topk, E, cfg["BLOCK_M"])
-    sorted_ids = torch.empty((em,), dtype=torch.int32, device="meta")
-    expert_ids = torch.empty((em // cfg["BLOCK_M"],), dtype=torch.int32, device="meta")
-    num_post = torch.empty((1,), dtype=torch.int32, device="meta")
+    # the routing's index tensors with their (seed-0) data, on the CPU: rank reads each block's expert id
+    # from them (which weight strip a CTA streams); the same values make_inputs aligns
+    sorted_ids, expert_ids, num_post = _aligned_cpu(T, E, topk, float(point.get("skew", 0.5)), cfg["BLOCK_M"])
     top_k = topk if gate_up else 1
     return _kernel_args(a, w, out, topk_weights, sorted_ids, expert_ids, num_post, top_k,
                         point.get("mul_routed_weight", False), cfg)

@@ -167,6 +167,17 @@ class BareKernel(KernelCard):
         values = _as_mapping(self.fn, _call(source, {**cfg}, [dict(point)]), "the example arguments")
         return {k: int(v) for k, v in values.items() if isinstance(v, int) and not isinstance(v, bool)}
 
+    def index_data(self, cfg, point):
+        """The integer tensors of the launcher's example_args that hold data (on the CPU, not the meta
+        device): a routing's expert ids, a gather's row ids; flat numpy int64 arrays by parameter name.
+        None without example_args or without any."""
+        source = self.args_fn or (self.launcher.example_args if self.launcher is not None else None)
+        if source is None or self.fixed_signature is not None:
+            return None
+        values = _as_mapping(self.fn, _call(source, {**cfg}, [dict(point)]), "the example arguments")
+        out = {k: _int_values(v) for k, v in values.items()}
+        return {k: v for k, v in out.items() if v is not None} or None
+
     def loop_iterations(self, cfg, point):
         f = self._hook("loop_iterations")
         return None if f is None else int(f(cfg, point))
@@ -327,6 +338,17 @@ def _call(f: Callable, cfg: Config, points) -> Any:
     except Exception as exc:
         raise KernelError(f"{getattr(f, '__name__', f)}(cfg) failed: {type(exc).__name__}: {exc}"
                           .splitlines()[0]) from None
+
+
+def _int_values(v: Any):
+    """A CPU integer tensor's values as a flat numpy int64 array; None for anything else (a meta
+    tensor, a float tensor, a scalar). Duck-typed: torch is the launcher's, never imported here."""
+    if getattr(getattr(v, "device", None), "type", None) != "cpu" or not hasattr(v, "numpy"):
+        return None
+    if not str(getattr(v, "dtype", "")).startswith(("torch.int", "torch.uint")):
+        return None
+    import numpy as np
+    return np.asarray(v.detach().reshape(-1).numpy(), dtype=np.int64)
 
 
 def _as_mapping(fn, values: Any, who: str) -> dict[str, Any]:

@@ -235,6 +235,11 @@ class KernelCard:
         """The main kernel's integer launch arguments at `point`, by parameter name (None: unknown)."""
         return None
 
+    def index_data(self, cfg: Config, point: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The launch's integer index tensors whose values are known at `point`, by parameter name (flat
+        numpy int64 arrays): what a gather reads its row or expert ids from (None: none known)."""
+        return None
+
     def loop_iterations(self, cfg: Config, point: Mapping[str, Any]) -> int | None:
         """Main-loop iterations each CTA runs (what a num_stages pipeline must fill; None: unknown)."""
         return None

@@ -81,7 +81,9 @@ distinct strips misses L2 by reread_miss(S, L2) (the re-read ramp above) and d g
 wave; a grouped order keeps a wave's strips inside it. A persistent kernel's tile loop is walked too:
 each CTA's trip j is a virtual CTA, and the resident CTAs' trips j form one step of the replay. None
 of this without a compile, the integer launch arguments (example_args) and a grid the kernel's
-program ids can be placed on.
+program ids can be placed on. An index tensor example_args gives with data (KernelCard.index_data: a MoE
+routing's expert ids) is read where a CTA loads one scalar from it, so a gathered expert weight has strips
+too; CTAs with no iterations (cta_iterations) take no part in the replay.
 
 Global atomics that CTAs aim at the same lines (a histogram's counters, a split-K tile's partial sums)
 queue in the L2, one line request at a time (occmodel.atomics traces each atomic's pointer per CTA
@@ -413,7 +415,9 @@ def atomic_requests(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], e
 
 def operand_strips(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any, rep: Any) -> Any:
     """The main loop's operand strips per CTA in launch order (tile_order.strips) from the compiled
-    TTGIR, the kernel's integer launch arguments and launch grid at `point`; None when any is unknown."""
+    TTGIR, the kernel's integer launch arguments and launch grid at `point`; None when any is unknown.
+    Index tensors the launcher gives with data (index_data: a MoE routing's expert ids) are read where
+    the kernel loads a scalar from them; CTAs with no iterations (cta_iterations) are left out."""
     ttgir = getattr(getattr(ev, "result", None), "ttgir", None)
     if not ttgir or rep is None:
         return None
@@ -421,7 +425,9 @@ def operand_strips(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev
     if dims is None or args is None:
         return None
     from .tile_order import strips
-    return strips(ttgir, rep, args, dims, kernel.loop_iterations(cfg, point) or 1)
+    its = kernel.cta_iterations(cfg, point)
+    return strips(ttgir, rep, args, dims, kernel.loop_iterations(cfg, point) or 1, kernel.index_data(cfg, point),
+                  [n > 0 for n in its] if its is not None else None)
 
 
 def inner_trips(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any, rep: Any) -> tuple | None:

@@ -188,11 +188,16 @@ def kernel_args(ln: str, int_args: Mapping[str, int]) -> dict[str, Any]:
     return env
 
 
-def strips(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence[int], iterations: int) -> Strips | None:
+def strips(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence[int], iterations: int,
+           data: Mapping[str, np.ndarray] | None = None, live: Sequence[bool] | None = None) -> Strips | None:
     """The main loop's strips per program id (see the module doc); `grid` is the launch grid as
     known, x first: (total,) when only the CTA count is (a kernel reading program_id(1) then gives
-    None). None also when the TTGIR has no main loop, the main loop sits deeper than one tile loop,
-    the tile loop's bounds cannot be evaluated, or no load's pointer could be evaluated."""
+    None). `data`: index tensors whose values are known (kernel argument -> flat int64 array): a
+    scalar loaded from one at a program-id offset (a MoE block's expert id) is that value, so the
+    pointers it feeds have strips. `live`: per program id (launch order), False for a CTA that
+    returns at once -- it reads nothing and takes no place in a wave. None also when the TTGIR has no
+    main loop, the main loop sits deeper than one tile loop, the tile loop's bounds cannot be
+    evaluated, or no load's pointer could be evaluated."""
     main = getattr(report, "main", None)
     if main is None or not ttgir:
         return None
@@ -207,11 +212,16 @@ def strips(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence[
     total = gx * gy * gz
     pid = np.arange(total, dtype=np.int64)
     if outer < 0:
-        walk = _walk(ttgir, int_args, pid, dims, target)
+        walk = _walk(ttgir, int_args, pid, dims, target, data=data)
         if walk is None:
             return None
+        if live is not None and len(live) == total and not all(live):
+            keep = np.asarray(live, dtype=bool)
+            n = int(keep.sum())                   # the live CTAs, renumbered: the waves they fill
+            return _strips(walk[0], keep, iterations, total, np.zeros(n, np.int64), np.arange(n, dtype=np.int64),
+                           all_valid=False)
         return _strips(walk[0], np.ones(total, bool), iterations, total, None, None)
-    first = _walk(ttgir, int_args, pid, dims, target, outer)      # the tile loop's bounds per program id
+    first = _walk(ttgir, int_args, pid, dims, target, outer, data=data)   # the tile loop's bounds per program id
     if first is None or first[1] is None:
         return None
     lb, ub, step = (np.broadcast_to(np.asarray(v, dtype=np.int64), (total,)) for v in first[1])
@@ -222,7 +232,7 @@ def strips(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence[
         return None
     trip = np.repeat(np.arange(trips, dtype=np.int64), total)     # trip-major: wave j holds every CTA's trip j
     vpid = np.tile(pid, trips)
-    walk = _walk(ttgir, int_args, vpid, dims, target, outer, trip)
+    walk = _walk(ttgir, int_args, vpid, dims, target, outer, trip, data=data)
     if walk is None:
         return None
     loads, (lb, ub, step), inner, _ = walk
@@ -232,7 +242,8 @@ def strips(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence[
 
 
 def _walk(ttgir: str, int_args: Mapping[str, int], pid: np.ndarray, dims: Mapping[str, int], target: int,
-          outer: int = -1, trip: np.ndarray | None = None) -> tuple[list, Any, int, list] | None:
+          outer: int = -1, trip: np.ndarray | None = None, data: Mapping[str, np.ndarray] | None = None
+          ) -> tuple[list, Any, int, list] | None:
     """Evaluate the kernel for the program ids `pid` (virtual CTAs) down to the main loop (loop index
     `target`). With a tile loop (`outer`), its induction variable is lb + trip x step; without
     `trip`, the walk stops at the tile loop and returns its (lb, ub, step). Returns (main-loop loads
@@ -284,7 +295,7 @@ def _walk(ttgir: str, int_args: Mapping[str, int], pid: np.ndarray, dims: Mappin
                 n = int(np.prod(_dims(t.group(1))))
                 loads.append((ptr, n * elem_bytes(t.group(2))))
         elif res is not None:
-            v = _evaluate(op, rest, env, ids, dims)
+            v = _loaded(rest, env, data) if op == "tt.load" else _evaluate(op, rest, env, ids, dims)
             if v is not None:
                 env[res] = v
             else:
@@ -329,6 +340,26 @@ def _mean_trips(lb: Any, ub: Any, step: Any) -> float | None:
     return float(np.mean(np.maximum(0, -(-(np.asarray(ub, dtype=np.int64) - lb) // np.asarray(step, dtype=np.int64)))))
 
 
+def _loaded(rest: str, env: Mapping[str, Any], data: Mapping[str, np.ndarray] | None) -> Any:
+    """A scalar tt.load's value per program id when its pointer is an offset into an index tensor of
+    `data` (every offset inside it); None otherwise (a tensor load, unknown data, out of range)."""
+    if not data:
+        return None
+    ops = _operands(rest)
+    ptr = env.get(ops[0]) if ops else None
+    t = _PTR.search(rest.split(":", 1)[-1]) if ":" in rest else None
+    if not isinstance(ptr, _Ptr) or ptr.root not in data or t is None or "tensor<" in rest.split(":", 1)[-1]:
+        return None
+    eb = elem_bytes(t.group(1))
+    values = data[ptr.root]
+    if not eb:
+        return None
+    idx = np.asarray(ptr.offset, dtype=np.int64) // eb
+    if idx.size == 0 or np.any(idx < 0) or np.any(idx >= len(values)):
+        return None
+    return values[idx]
+
+
 def _trips(lb: Any, ub: Any, step: Any) -> int | None:
     """A loop's trip count when its bounds give one number for every CTA (else None)."""
     if any(v is None or isinstance(v, _Ptr) for v in (lb, ub, step)):
@@ -338,9 +369,10 @@ def _trips(lb: Any, ub: Any, step: Any) -> int | None:
 
 
 def _strips(loads: list[tuple[_Ptr, int]], valid: np.ndarray, iterations: int, grid: int,
-            trip: np.ndarray | None, pid: np.ndarray | None) -> Strips | None:
+            trip: np.ndarray | None, pid: np.ndarray | None, all_valid: bool = True) -> Strips | None:
     """One Strip per distinct (root, keys) load over the `valid` entries; `iterations`: the main
-    loop's trips (a strip's bytes = bytes per iteration x trips)."""
+    loop's trips (a strip's bytes = bytes per iteration x trips). `trip` / `pid` label the valid
+    entries (a persistent kernel's trips; or the live CTAs, renumbered, when `all_valid` is False)."""
     seen: dict[tuple[str, bytes], Strip] = {}
     for ptr, nbytes in loads:
         if not nbytes:
@@ -353,6 +385,8 @@ def _strips(loads: list[tuple[_Ptr, int]], valid: np.ndarray, iterations: int, g
         return None
     if trip is None:
         return Strips(tuple(seen.values()), grid)
+    if not all_valid:
+        return Strips(tuple(seen.values()), grid, trip, pid)
     return Strips(tuple(seen.values()), grid, trip[valid], pid[valid])
 
 

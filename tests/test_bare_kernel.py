@@ -359,3 +359,24 @@ def test_a_launcher_for_rank_alone_needs_no_make_inputs_or_launch():
         kernel.make_inputs({}, {"M": 64})
     with pytest.raises(KernelError, match="no make_inputs and no launch"):
         kernel.launch({}, {})
+
+
+def test_index_data_is_what_example_args_gives_on_the_cpu():
+    """Integer tensors that example_args gives with data (on the CPU) reach rank as numpy arrays -- a
+    MoE routing's expert ids; meta tensors, float tensors and scalars do not."""
+    import numpy as np
+    import occmodel
+    import torch
+    from occmodel.card import import_file
+    mod = import_file(MM)
+
+    def args(cfg, point):
+        a = dict(zip([p.name for p in mod.mm_kernel.params], mod.example_args(cfg, point)))
+        return {**a, "A": torch.arange(6, dtype=torch.int32).reshape(2, 3), "B": torch.zeros(4)}
+
+    kernel = occmodel.bare_kernel(mod.mm_kernel, launcher=occmodel.Launcher(example_args=args,
+                                                                            points=({"M": 64, "N": 64, "K": 64},)))
+    data = kernel.index_data({"BM": 64, "BN": 64, "BK": 32}, {"M": 64, "N": 64, "K": 64})
+    assert list(data) == ["A"] and np.array_equal(data["A"], np.arange(6)) and data["A"].dtype == np.int64
+    meta_only = occmodel.bare_kernel(mod.mm_kernel, launcher=occmodel.Launcher(example_args=mod.example_args))
+    assert meta_only.index_data({"BM": 64, "BN": 64, "BK": 32}, {"M": 64, "N": 64, "K": 64}) is None

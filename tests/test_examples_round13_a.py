@@ -227,8 +227,8 @@ def test_sweep_fits_the_points():
 
 
 def test_launcher_hooks_agree_with_shapes():
-    """At every default point: the meta tensors of example_args have the shapes and types of a
-    launch, bytes_moved counts A, the hit experts' weights, out and the routing once each, and
+    """At every default point: the meta tensors of example_args (the routing's index tensors: the
+    seed-0 routing's values, on the CPU) have the shapes and types of a launch, bytes_moved counts A, the hit experts' weights, out and the routing once each, and
     grid / loop_iterations / cta_iterations are the tiling of those shapes."""
     import torch
     import triton
@@ -243,7 +243,11 @@ def test_launcher_hooks_agree_with_shapes():
     for cfg in [mod.BASELINE] + COMPILE_CFGS[KERNEL]:
         for p in mod.POINTS:
             args = mod.example_args(cfg, p)
-            assert all(getattr(v, "device", None) is None or v.device.type == "meta" for v in args.values())
+            index = ("SORTED_IDS", "EXPERT_IDS", "NUM_POST_PADDED")   # the routing's data, on the CPU (rank reads it)
+            assert all(getattr(v, "device", None) is None or v.device.type == "meta" for k, v in args.items()
+                       if k not in index)
+            aligned = mod.align_block_size(mod._routing(p, 0)[1], p["E"], cfg["BLOCK_M"])
+            assert all(args[k].device.type == "cpu" and torch.equal(args[k], v) for k, v in zip(index, aligned))
             T, E, topk, N, K = p["T"], p["E"], p["topk"], p["N"], p["K"]
             rows = T if p["proj"] == "gate_up" else T * topk
             assert args["A"].shape == (rows, K) and args["W"].shape == (E, N, K) and args["OUT"].shape == (T * topk, N)

@@ -222,3 +222,64 @@ def test_an_unplaceable_grid_gives_no_strips():
 @pytest.fixture(scope="module")
 def _cache(shared_cache):
     return shared_cache
+
+
+# ------------------------------------- a gather through index data the launcher gives
+@triton.jit
+def expert_gemm_kernel(A, W, C, EXPERT_IDS, N, K, stride_am, stride_we, stride_wk, stride_cm,
+                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    """A MoE block GEMM: row block m multiplies by the weight of expert EXPERT_IDS[m] (a scalar load)."""
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    tile_m = tl.program_id(0) // tiles_n
+    tile_n = tl.program_id(0) % tiles_n
+    expert = tl.load(EXPERT_IDS + tile_m).to(tl.int64)
+    rm = tile_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tile_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    a_ptrs = A + rm[:, None] * stride_am + rk[None, :]
+    w_ptrs = W + expert * stride_we + rk[:, None] * stride_wk + rn[None, :]
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for _ in range(0, tl.cdiv(K, BLOCK_K)):
+        acc += tl.dot(tl.load(a_ptrs), tl.load(w_ptrs))
+        a_ptrs += BLOCK_K
+        w_ptrs += BLOCK_K * stride_wk
+    tl.store(C + rm[:, None] * stride_cm + rn[None, :], acc.to(tl.float16))
+
+
+EXPERT_SIG = {"A": "*fp16:16", "W": "*fp16:16", "C": "*fp16:16", "EXPERT_IDS": "*i32:16", "N": "i32:16",
+              "K": "i32:16", "stride_am": "i32:16", "stride_we": "i32:16", "stride_wk": "i32:16", "stride_cm": "i32:16"}
+EN, EK = 256, 128                       # 4 column tiles of 64, 4 K steps of 32; experts [E, K, N]
+
+
+def _expert_strips(data, live=None) -> T.Strips | None:
+    from occmodel import pipeline as P
+    from occmodel.compile import compile_kernel
+    res = compile_kernel(expert_gemm_kernel, EXPERT_SIG, {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32},
+                         arch="sm_90", num_warps=4, num_stages=3, keep_ir=True)
+    assert res.ok, res.message
+    args = {"N": EN, "K": EK, "stride_am": EK, "stride_we": EK * EN, "stride_wk": EN, "stride_cm": EN}
+    return T.strips(res.ttgir, P.analyze(res), args, (6 * 4,), EK // 32, data, live)
+
+
+def test_expert_ids_given_as_data_make_the_weight_strips(_cache):
+    # 6 row blocks routed to experts 0, 0, 0, 1, 1, 2: blocks of one expert stream the same weight strips
+    s = _expert_strips({"EXPERT_IDS": np.array([0, 0, 0, 1, 1, 2])})
+    w = next(x for x in s.strips if x.root == "W")
+    assert len(w.keys) == 24 and len(np.unique(w.keys)) == 3 * 4          # 3 experts x 4 column tiles
+    tile_m, tile_n = np.arange(24) // 4, np.arange(24) % 4
+    expert = np.array([0, 0, 0, 1, 1, 2])[tile_m]
+    # bytes (fp16), the tile `ahead` iterations on (the pipelined loop's shift, the same for every CTA)
+    assert np.array_equal(w.keys - w.keys[0], expert * EK * EN * 2 + tile_n * 64 * 2)
+    assert s.distinct_bytes()["W"] == 12 * 64 * EK * 2                        # each strip: BLOCK_N x K fp16
+    # without the data the expert is unknown: no weight strip (A's rows are still program-id arithmetic)
+    assert [x.root for x in _expert_strips(None).strips] == ["A"]
+    # an index past the tensor's end: unknown, not a wrong strip
+    assert [x.root for x in _expert_strips({"EXPERT_IDS": np.array([0, 0, 0])}).strips] == ["A"]
+
+
+def test_ctas_that_return_at_once_take_no_strip_and_no_wave_place(_cache):
+    live = [m < 4 for m in np.arange(24) // 4]                               # blocks 4-5 are padding
+    s = _expert_strips({"EXPERT_IDS": np.array([0, 0, 0, 1, -1, -1])}, live)
+    w = next(x for x in s.strips if x.root == "W")
+    assert len(w.keys) == 16 and len(np.unique(w.keys)) == 2 * 4            # experts 0 and 1 only
+    assert list(s.waves(8)) == [0] * 8 + [1] * 8                              # 16 live CTAs fill 2 waves of 8
