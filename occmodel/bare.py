@@ -64,6 +64,7 @@ class BareKernel(KernelCard):
     fn: Any = None                                   # the JITFunction
     fixed_signature: dict[str, str] | None = None    # from `signature`
     from_example: tuple[str, ...] = ()               # constexprs whose value came from the example arguments
+    example_error: str | None = None                 # why the example arguments gave no constexpr values
     args_fn: Callable[..., Any] | None = None        # from `args`
     launcher: Launcher | None = None
     _specs: dict = field(default_factory=dict, repr=False)
@@ -76,8 +77,11 @@ class BareKernel(KernelCard):
     def check(self, cfg: Config) -> None:
         missing = [p.name for p in self.params if cfg.get(p.name) is None and not _none_default(self.fn, p.name)]
         if missing:
+            why = (f" (the example arguments could not give it: {self.example_error}, called with the launcher's "
+                   "BASELINE and the kernel's defaults only -- put the tunables it reads in BASELINE)"
+                   if self.example_error else "")
             raise ConfigError(f"constexpr {', '.join(missing)} of {self.name} has no value; give it, e.g. "
-                              f"--baseline {missing[0]}=64 (or -D {missing[0]}=64 to set or sweep it)")
+                              f"--baseline {missing[0]}=64 (or -D {missing[0]}=64 to set or sweep it){why}")
 
     # ---------------------------------------------------------- compile
     def _spec(self, cfg: Config) -> tuple[dict[str, str], dict[str, Any]]:
@@ -365,21 +369,22 @@ def _as_mapping(fn, values: Any, who: str) -> dict[str, Any]:
 
 def _defaults_from_example(fn, params: list, source: Callable, launcher, points) -> list:
     """Constexprs without a Python default take their value in the example arguments of the
-    baseline at the first default point (e.g. HEAD_DIM from the tensors' shape)."""
+    baseline at the first default point (e.g. HEAD_DIM from the tensors' shape). Returns (params,
+    why the example arguments could not be read, or None)."""
     cfg = {p.name: p.default for p in params}
     cfg.update({"num_warps": 4, "num_stages": 3})
     cfg.update((launcher.baseline or {}) if launcher is not None else {})
     try:
         values = _as_mapping(fn, _call(source, cfg, points), "the example arguments")
-    except (KernelError, ConfigError):
-        return params                  # check() will name what is missing
+    except (KernelError, ConfigError) as exc:
+        return params, str(exc)        # check() names what is missing, and why the example did not say
     given = dict(launcher.baseline or {}) if launcher is not None else {}
     out = []
     for p in params:
         if p.default is None and p.name not in given and values.get(p.name) is not None:
             p = BareParam(p.name, values[p.name], "constexpr of the kernel (value from the example arguments)")
         out.append(p)
-    return out
+    return out, None
 
 
 def bare_kernel(fn, *, signature: str | Mapping[str, str] | None = None, args: Callable | None = None,
@@ -407,8 +412,9 @@ def bare_kernel(fn, *, signature: str | Mapping[str, str] | None = None, args: C
     points = tuple(launcher.points) if launcher is not None else ()
     source = args if args is not None else (launcher.example_args if launcher is not None else None)
     missing = [p.name for p in params if p.default is None]
+    example_error = None
     if missing and source is not None and signature is None:
-        params = _defaults_from_example(jf, params, source, launcher, points)
+        params, example_error = _defaults_from_example(jf, params, source, launcher, points)
     workload = ()
     if points:
         keys = list(dict.fromkeys(k for p in points for k in p))
@@ -423,5 +429,6 @@ def bare_kernel(fn, *, signature: str | Mapping[str, str] | None = None, args: C
                         default_points=points, fn=jf, args_fn=args, launcher=launcher,
                         fixed_signature=None if signature is None else parse_signature(jf, signature))
     kernel.from_example = tuple(p.name for p in params if p.doc.endswith("(value from the example arguments)"))
+    kernel.example_error = example_error
     kernel.specialization = kernel.specialization_source()
     return kernel

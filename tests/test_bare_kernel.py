@@ -380,3 +380,23 @@ def test_index_data_is_what_example_args_gives_on_the_cpu():
     assert list(data) == ["A"] and np.array_equal(data["A"], np.arange(6)) and data["A"].dtype == np.int64
     meta_only = occmodel.bare_kernel(mod.mm_kernel, launcher=occmodel.Launcher(example_args=mod.example_args))
     assert meta_only.index_data({"BM": 64, "BN": 64, "BK": 32}, {"M": 64, "N": 64, "K": 64}) is None
+
+
+def test_an_example_args_that_needs_the_tunables_says_so():
+    """A constexpr with no default whose example_args reads a tunable it was not given: the one-line
+    error names the constexpr and why the example arguments could not give it (put it in BASELINE)."""
+    import occmodel
+    from occmodel.card import import_file
+    from occmodel.errors import ConfigError
+    mod = import_file(MM)
+
+    def args(cfg, point):                       # reads BM, which has no default: None + 1 fails
+        return mod.example_args(cfg, point) if cfg["BM"] + 1 else None
+
+    kernel = occmodel.bare_kernel(mod.mm_kernel, launcher=occmodel.Launcher(example_args=args,
+                                                                            points=({"M": 64, "N": 64, "K": 64},)))
+    with pytest.raises(ConfigError) as err:
+        kernel.check({"num_warps": 4, "num_stages": 3})
+    msg = str(err.value)
+    assert "has no value" in msg and "TypeError" in msg and "put the tunables it reads in BASELINE" in msg
+    assert "\n" not in msg
