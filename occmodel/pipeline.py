@@ -171,6 +171,7 @@ class PipelineReport:
     arch: str
     num_stages: int | None
     loops: tuple[LoopInfo, ...] = field(default_factory=tuple)
+    exchange_elements: float = 0.0   # the widest cross-warp reduction outside every loop (LoopInfo's sense)
 
     @property
     def main(self) -> LoopInfo | None:
@@ -440,6 +441,7 @@ def parse_ttgir(text: str, kernel: str = "", arch: str = "", num_stages: int | N
         return (_dims(m.group(1))[-1] * _elem_bytes(m.group(2)), False) if m else (0, False)
 
     loops: list[dict[str, Any]] = []
+    top: dict[str, Any] = {"axes": [], "exchange": 0.0}     # the kernel body outside every loop
     stack: list[tuple[str, dict | None]] = []        # (op opening a region, loop record or None)
     for no, ln in enumerate(lines):
         m = _OP.match(ln)
@@ -451,6 +453,8 @@ def parse_ttgir(text: str, kernel: str = "", arch: str = "", num_stages: int | N
             _collect(stack[inner][1], op, ln, branch, locs, ring_of, mmas, lambda v: root_of(v, no), thread_bytes,
                      lambda ln: run_bytes(ln, no))
             _reduction(stack[inner][1], op, ln, lay)
+        elif in_func:
+            _reduction(top, op, ln, lay)
         bare = _STRINGS.sub('""', ln)
         net = bare.count("{") - bare.count("}")
         for _ in range(max(net, 0)):
@@ -474,7 +478,7 @@ def parse_ttgir(text: str, kernel: str = "", arch: str = "", num_stages: int | N
                            min(rec["waits"]) if rec["waits"] else None, rec["commits"], tuple(rec["dots"]),
                            rec["exchange"], rec["parent"], tuple(rec["stores"].items()))
                   for rec in loops)
-    return PipelineReport(kernel, arch, num_stages, infos)
+    return PipelineReport(kernel, arch, num_stages, infos, top["exchange"])
 
 
 def _mma_layouts(lines: list[str]) -> dict[str, tuple[int, tuple[int, int], list[int]]]:

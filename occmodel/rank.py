@@ -155,6 +155,15 @@ LATENCY_LOAD_BYTES = 16 * 1024
 # iteration: charged 9.5 cycles, its decode point went 0.62 -> 0.37 and its estimates 2.3-2.7x too slow)
 # and byte LOADS (w8a16_gemm's mma.sync operand reads, LDS.S8): both ran at about the 1-cycle rate.)
 EXCHANGE_CYCLES_PER_OP = 9.5
+# Work outside the main loop (session 12, development: 156 cases). A loop around the main loop (a
+# per-segment loop: its offsets, its cross-warp sum, its store) costs its own issue slots and exchange
+# per trip, shared over the main-loop iterations (loop_shares); the kernel body outside every loop (the
+# prologue and epilogue, once per CTA) costs its exchange -- a row block's cross-warp sum after its loop:
+# jagged_sum at 24-row segments Spearman -0.44 -> 0.53, #1 / best 3.32 -> 1.02; embedding_bag 0.42 /
+# -0.02 / 0.25 -> 0.84 / 0.80 / 0.48 -- but not its issue slots: charging them too moved twenty streaming
+# kernels down (median 0.866 -> 0.862, best in top 3 73 -> 71): the issue term's constants were read
+# from loop bodies alone.
+EPILOGUE_ISSUE = False
 # Cycles between one warp's instructions at best, on average (term (f)): dependent arithmetic waits ~4
 # cycles on sm_80..sm_120, and the SASS of a loop has some independent instructions. A scheduler needs
 # this many warps to issue every cycle. Session 6, on all 67 measured H200 cases (development;
@@ -357,7 +366,8 @@ def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any
             reads, flops = rep.main.shared_read_bytes, rep.main.dot_fp16_flops
     source = "compiled" if ev.source == "compiled" else "model"
     u, issue, barriers, exchange = _sass_loop(getattr(ev, "result", None), threads, rep,
-                                              inner_trips(kernel, cfg, point, ev, rep))
+                                              inner_trips(kernel, cfg, point, ev, rep),
+                                              loop_shares(kernel, cfg, point, ev, rep))
     plain = sum(ld.slot_bytes for ld in rep.main.loads if not ld.pipelined) if rep is not None and rep.main else 0
     passes = rep.passes() if rep is not None else None
     flat = unrolled_body(getattr(ev, "result", None), kernel.loop_iterations(cfg, point) or 1, ev.regs) \
@@ -495,24 +505,69 @@ def load_batches(plain_bytes: int, threads: int, regs: int | None) -> float:
     return max(1.0, words / regs)
 
 
-def _sass_loop(result: Any, threads: int, rep: Any, trips: Sequence[float | None] | None = None
-               ) -> tuple[int, float, int, float]:
+def _sass_loop(result: Any, threads: int, rep: Any, trips: Sequence[float | None] | None = None,
+               share: tuple[float | None, float | None] = (None, None)) -> tuple[int, float, int, float]:
     """(unroll, issue slots per warp per iteration, barriers per trip, exchange cycles per warp per
     iteration: 0 unless the loop holds a barrier, see term (g)) of the compiled main loop, its inner
-    loops run `trips` times each (nest_trips); (1, 0.0, 0, 0.0) without SASS."""
+    loops run `trips` times each (nest_trips), plus, per iteration, share[0] trips of the work the loop
+    around it does on its own and share[1] of the work outside every loop (loop_shares);
+    (1, 0.0, 0, 0.0) without SASS."""
     from . import sass as S
     loops = S.sass_loops(getattr(result, "sass", None) or "")
     loop = S.main_loop(loops)
     if loop is None:
         return 1, 0.0, 0, 0.0
+    outer = S.enclosing(loops, loop)
     loop = nest_trips(loop, S.nested(loops, loop), trips)
     main = rep.main if rep is not None else None
     per_iter = sum(ld.slot_bytes for ld in main.loads) if main is not None else 0
     u = S.unroll(loop, threads, per_iter) if not (rep is not None and rep.ahead) else 1
-    vector = main is not None and main.exchange_elements > 1
-    k = EXCHANGE_CYCLES_PER_OP if vector else 1.0
-    cycles = (loop.shared_ops - loop.narrow_stores) * k + loop.narrow_stores * EXCHANGE_CYCLES_PER_OP
-    return u, S.issue_slots(loop) / u, loop.barriers, (cycles / u if loop.barriers else 0.0)
+    issue, barriers = S.issue_slots(loop) / u, float(loop.barriers)
+    cycles = _exchange_cycles(loop, main.exchange_elements if main is not None else 0.0) / u
+    parts = []
+    if share[0] and outer is not None and main is not None and main.parent >= 0:
+        parts.append((share[0], S.own(outer, loops), rep.loops[main.parent].exchange_elements, True))
+    body = S.outside(getattr(result, "sass", None) or "") if share[1] else None
+    if body is not None:            # its exchange only: see EPILOGUE_ISSUE
+        parts.append((share[1], body, rep.exchange_elements if rep is not None else 0.0, EPILOGUE_ISSUE))
+    for r, own, elements, issues in parts:
+        issue += r * S.issue_slots(own) if issues else 0.0
+        barriers += r * own.barriers
+        cycles += r * _exchange_cycles(own, elements)
+    return u, issue, round(barriers), cycles
+
+
+def _exchange_cycles(loop: Any, elements: float) -> float:
+    """Shared-pipe cycles per warp of one SASS loop trip's cross-warp exchange (term (g)): its LDS / STS,
+    at EXCHANGE_CYCLES_PER_OP when its source reduces a vector across warps (`elements` per thread > 1:
+    pipeline.LoopInfo.exchange_elements), else 1; byte stores always at that rate. 0 when the trip holds
+    no barrier."""
+    if not loop.barriers:
+        return 0.0
+    k = EXCHANGE_CYCLES_PER_OP if elements > 1 else 1.0
+    return (loop.shared_ops - loop.narrow_stores) * k + loop.narrow_stores * EXCHANGE_CYCLES_PER_OP
+
+
+def loop_shares(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any, rep: Any
+                ) -> tuple[float | None, float | None]:
+    """Per main-loop iteration (over the mean iterations per CTA n: cta_iterations, else
+    loop_iterations): (trips of the loop around the main loop / n -- how often a per-segment loop's own
+    work, its offsets, cross-warp sum and store, runs; tile_order.enclosing_trips --, 1 / n: the CTA's
+    work outside every loop, once). None where a figure is unknown or the main loop sits in no loop."""
+    ttgir = getattr(getattr(ev, "result", None), "ttgir", None)
+    main = rep.main if rep is not None else None
+    if not ttgir or main is None:
+        return None, None
+    its = kernel.cta_iterations(cfg, point)
+    n = sum(its) / len(its) if its else (kernel.loop_iterations(cfg, point) or 0)
+    if n <= 0:
+        return None, None
+    dims, args = kernel.launch_grid(cfg, point), kernel.scalar_args(cfg, point)
+    t = None
+    if main.parent >= 0 and dims is not None and args is not None:
+        from .tile_order import enclosing_trips
+        t = enclosing_trips(ttgir, rep, args, dims)
+    return (t / n if t else None), 1.0 / n
 
 
 def nest_trips(loop: Any, inner: Sequence[Any], trips: Sequence[float | None] | None) -> Any:

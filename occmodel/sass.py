@@ -141,6 +141,30 @@ def nested(loops: list[SassLoop], outer: SassLoop) -> list[SassLoop]:
                                                   for o in inside)), key=lambda lp: lp.start)
 
 
+def outside(sass: str) -> SassLoop | None:
+    """What the listing issues outside every loop: a CTA's prologue and epilogue, run once (a row
+    block's cross-warp sum and store after its loop). None for an empty listing."""
+    insts = instructions(sass)
+    if not insts:
+        return None
+    loops = sass_loops(sass)
+    whole = _span(insts, insts[0][0], insts[-1][0], False)
+    top = [lp for lp in loops if not any(o is not lp and o.start <= lp.start and lp.end <= o.end for o in loops)]
+    return with_trips(whole, [(lp, 0.0) for lp in top])
+
+
+def enclosing(loops: list[SassLoop], inner: SassLoop) -> SassLoop | None:
+    """The smallest loop around `inner` (None when it sits in none)."""
+    around = [lp for lp in loops if lp is not inner and lp.start <= inner.start and inner.end <= lp.end]
+    return min(around, key=lambda lp: lp.end - lp.start) if around else None
+
+
+def own(outer: SassLoop, loops: list[SassLoop]) -> SassLoop:
+    """What one trip of `outer` issues outside the loops inside it (its own work: a segment loop's
+    offsets, its cross-warp sum and its store)."""
+    return with_trips(outer, [(lp, 0.0) for lp in nested(loops, outer)])
+
+
 _COUNTS = ("instructions", "global_load_bytes", "global_loads", "mufu", "mma", "async_copies", "barriers",
            "shared_ops", "load_waves", "narrow_stores")
 

@@ -248,8 +248,8 @@ def _walk(ttgir: str, int_args: Mapping[str, int], pid: np.ndarray, dims: Mappin
     `target`). With a tile loop (`outer`), its induction variable is lb + trip x step; without
     `trip`, the walk stops at the tile loop and returns its (lb, ub, step). Returns (main-loop loads
     as (pointer, bytes per iteration), the tile loop's (lb, ub, step) or None, the main loop's trips
-    when its bounds evaluate to one number, else 0, (loop index, mean trips or None) of each loop inside
-    the main loop); None when the main loop is never reached."""
+    when its bounds evaluate to one number, else 0, (loop index, mean trips or None) of every loop met
+    on the way and inside the main loop); None when the main loop is never reached."""
     ids = program_ids(pid, dims)
     env: dict[str, Any] = {}
     loads: list[tuple[_Ptr, int]] = []
@@ -281,12 +281,11 @@ def _walk(ttgir: str, int_args: Mapping[str, int], pid: np.ndarray, dims: Mappin
                     for alias, init in re.findall(rf"({_SSA}) = ({_SSA})", ln.split("iter_args(", 1)[1]):
                         if init in env:
                             env[alias] = env[init]
+            nest.append((fors, _mean_trips(lb, ub, step)))
             if fors == target:
                 depth_main = depth
                 n = _trips(lb, ub, step)
                 inner = n if n is not None else 0
-            elif depth_main is not None:
-                nest.append((fors, _mean_trips(lb, ub, step)))
         elif op in LOAD_OPS and depth_main is not None:           # in the main loop's body
             ops = _operands(rest)
             ptr = env.get(ops[0]) if ops else None
@@ -331,6 +330,23 @@ def nested_trips(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Seq
     if walk is None:
         return None
     return tuple(t for i, t in walk[3] if report.loops[i].parent == target)
+
+
+def enclosing_trips(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence[int]) -> float | None:
+    """The trips of the loop the main loop sits in (a per-segment loop around a loop over the segment's
+    rows), averaged over the CTAs; None when the main loop sits in no loop, sits deeper than one, or
+    the bounds cannot be evaluated."""
+    main = getattr(report, "main", None)
+    if main is None or not ttgir or main.parent < 0 or report.loops[main.parent].parent >= 0:
+        return None
+    dims = launch_dims(ttgir, grid)
+    if dims is None:
+        return None
+    target = next(i for i, lp in enumerate(report.loops) if lp is main)
+    walk = _walk(ttgir, int_args, np.arange(dims["x"] * dims["y"] * dims["z"], dtype=np.int64), dims, target)
+    if walk is None:
+        return None
+    return next((t for i, t in walk[3] if i == main.parent), None)
 
 
 def _mean_trips(lb: Any, ub: Any, step: Any) -> float | None:

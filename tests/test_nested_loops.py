@@ -110,3 +110,93 @@ def test_issue_per_iteration_grows_with_k(compiled):
     _, k50, _, _ = R._sass_loop(compiled, 128, rep, (50.0,))
     body = min(S.issue_slots(lp) for lp in inner)
     assert k8 == pytest.approx(once + 7 * body) and k50 == pytest.approx(once + 49 * body)
+
+
+# A segment loop (0x10..0xa0) around a row loop that loads (0x30..0x50); after the row loop the segment
+# loop sums across warps (a barrier and two shared accesses) and stores; after it, the CTA's epilogue
+# sums across warps once more (a barrier, one shared store) before it exits.
+SEGMENTS = """
+        /*0000*/                   S2R R0, SR_TID.X ;
+        /*0010*/                   LDG.E R2, desc[UR4][R4.64] ;
+        /*0020*/                   MOV R6, RZ ;
+        /*0030*/                   LDG.E R7, desc[UR4][R8.64] ;
+        /*0040*/                   FADD R6, R6, R7 ;
+        /*0050*/              @!P0 BRA 0x30 ;
+        /*0060*/                   STS [R9], R6 ;
+        /*0070*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+        /*0080*/                   LDS R6, [R9] ;
+        /*0090*/                   STG.E desc[UR4][R10.64], R6 ;
+        /*00a0*/              @!P1 BRA 0x10 ;
+        /*00b0*/                   STS [R9], R6 ;
+        /*00c0*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+        /*00d0*/                   EXIT ;
+        /*00e0*/                   BRA 0xe0;
+"""
+
+
+def test_a_segment_loops_own_work_and_the_epilogue():
+    loops = S.sass_loops(SEGMENTS)
+    row = S.main_loop(loops)
+    seg = S.enclosing(loops, row)
+    assert (row.start, row.end) == (0x30, 0x50) and (seg.start, seg.end) == (0x10, 0xa0)
+    own = S.own(seg, loops)                                 # 10 instructions less the row loop's 3
+    assert (own.instructions, own.barriers, own.shared_ops, own.global_loads) == (7, 1, 2, 1)
+    out = S.outside(SEGMENTS)                               # 15 (the exit trap's too) less the segment loop's 10
+    assert (out.instructions, out.barriers, out.shared_ops) == (5, 1, 1)
+
+
+class _Info:
+    def __init__(self, exchange_elements=0.0, parent=-1):
+        self.exchange_elements, self.parent, self.loads = exchange_elements, parent, ()
+
+
+class _Report:
+    def __init__(self):
+        self.loops = (_Info(exchange_elements=4.0), _Info(parent=0))  # the segment loop sums a vector
+        self.main, self.ahead, self.exchange_elements = self.loops[1], 0, 1.0
+
+
+class _Result:
+    sass = SEGMENTS
+
+
+def test_segment_work_is_shared_over_the_row_iterations():
+    rep = _Report()
+    _, issue, barriers, cycles = R._sass_loop(_Result(), 128, rep)
+    assert (issue, barriers, cycles) == (3.0, 0, 0.0)       # the row loop alone: no barrier, no exchange
+    # 2 row iterations per segment trip (share 1/2), 4 per CTA (1/4): the segment's 7 slots / 2; its 2
+    # shared accesses at the vector rate (9.5 cycles) / 2; the epilogue's 1 access at 1 cycle / 4, its
+    # issue slots not charged (EPILOGUE_ISSUE)
+    _, issue, barriers, cycles = R._sass_loop(_Result(), 128, rep, None, (0.5, 0.25))
+    assert issue == pytest.approx(3.0 + 7 / 2)
+    assert cycles == pytest.approx(2 * R.EXCHANGE_CYCLES_PER_OP / 2 + 1 / 4)
+    assert barriers == round(1 / 2 + 1 / 4)
+
+
+@triton.jit
+def _segment_sum_kernel(X, OFFSETS, OUT, B, D, SEGS: tl.constexpr, BLOCK_L: tl.constexpr, BLOCK_D: tl.constexpr):
+    ds = tl.arange(0, BLOCK_D)
+    ls = tl.arange(0, BLOCK_L)
+    for i in range(SEGS):                                   # the segment loop around the row loop
+        b = tl.program_id(0) * SEGS + i
+        if b < B:
+            start = tl.load(OFFSETS + b)
+            end = tl.load(OFFSETS + b + 1)
+            acc = tl.zeros([BLOCK_L, BLOCK_D], tl.float32)
+            for l0 in range(start, end, BLOCK_L):
+                rows = l0 + ls
+                acc += tl.load(X + rows[:, None] * D + ds[None, :], mask=(rows < end)[:, None], other=0.0)
+            tl.store(OUT + b * D + ds, tl.sum(acc, axis=0))
+
+
+def test_the_segment_loops_trips_come_from_its_bounds(shared_cache):
+    from occmodel.compile import compile_kernel
+    sig = {"X": "*fp32:16", "OFFSETS": "*i32:16", "OUT": "*fp32:16", "B": "i32", "D": "i32"}
+    res = compile_kernel(_segment_sum_kernel, sig, {"SEGS": 4, "BLOCK_L": 16, "BLOCK_D": 64}, arch="sm_90",
+                         num_warps=8, num_stages=1, keep_ir=True)
+    assert res.ok, res.message
+    rep = P.analyze(res)
+    assert rep.main is not None and rep.main.parent >= 0
+    assert T.enclosing_trips(res.ttgir, rep, {"B": 1024, "D": 64}, (256,)) == 4.0
+    # the sum over the rows, which 8 warps share, goes through shared memory in the segment loop
+    assert rep.loops[rep.main.parent].exchange_elements > 0 and rep.exchange_elements == 0
