@@ -165,20 +165,26 @@ class BareKernel(KernelCard):
     def scalar_args(self, cfg, point):
         """The integer arguments of the launch at `point` (the launcher's example_args, or the --args
         function), by parameter name; None without either."""
+        values = self._example_values(cfg, point)
+        if values is None:
+            return None
+        return {k: int(v) for k, v in values.items() if isinstance(v, int) and not isinstance(v, bool)}
+
+    def _example_values(self, cfg, point) -> dict[str, Any] | None:
+        """The launcher's example_args (or the --args function) at `point`, by parameter name; None
+        without either or with a fixed --signature."""
         source = self.args_fn or (self.launcher.example_args if self.launcher is not None else None)
         if source is None or self.fixed_signature is not None:
             return None
-        values = _as_mapping(self.fn, _call(source, {**cfg}, [dict(point)]), "the example arguments")
-        return {k: int(v) for k, v in values.items() if isinstance(v, int) and not isinstance(v, bool)}
+        return _as_mapping(self.fn, _call(source, {**cfg}, [dict(point)]), "the example arguments")
 
     def index_data(self, cfg, point):
         """The integer tensors of the launcher's example_args that hold data (on the CPU, not the meta
         device): a routing's expert ids, a gather's row ids; flat numpy int64 arrays by parameter name.
         None without example_args or without any."""
-        source = self.args_fn or (self.launcher.example_args if self.launcher is not None else None)
-        if source is None or self.fixed_signature is not None:
+        values = self._example_values(cfg, point)
+        if values is None:
             return None
-        values = _as_mapping(self.fn, _call(source, {**cfg}, [dict(point)]), "the example arguments")
         out = {k: _int_values(v) for k, v in values.items()}
         return {k: v for k, v in out.items() if v is not None} or None
 

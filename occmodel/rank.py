@@ -157,7 +157,7 @@ LATENCY_LOAD_BYTES = 16 * 1024
 EXCHANGE_CYCLES_PER_OP = 9.5
 # Work outside the main loop (session 12, development: 156 cases). A loop around the main loop (a
 # per-segment loop: its offsets, its cross-warp sum, its store) costs its own issue slots and exchange
-# per trip, shared over the main-loop iterations (loop_shares); the kernel body outside every loop (the
+# per trip, shared over the main-loop iterations (loop_nest); the kernel body outside every loop (the
 # prologue and epilogue, once per CTA) costs its exchange -- a row block's cross-warp sum after its loop:
 # jagged_sum at 24-row segments Spearman -0.44 -> 0.53, #1 / best 3.32 -> 1.02; embedding_bag 0.42 /
 # -0.02 / 0.25 -> 0.84 / 0.80 / 0.48 -- but not its issue slots: charging them too moved twenty streaming
@@ -365,9 +365,9 @@ def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any
         if rep.main is not None:
             reads, flops = rep.main.shared_read_bytes, rep.main.dot_fp16_flops
     source = "compiled" if ev.source == "compiled" else "model"
+    its = kernel.cta_iterations(cfg, point)
     u, issue, barriers, exchange = _sass_loop(getattr(ev, "result", None), threads, rep,
-                                              inner_trips(kernel, cfg, point, ev, rep),
-                                              loop_shares(kernel, cfg, point, ev, rep))
+                                              *loop_nest(kernel, cfg, point, ev, rep, its))
     plain = sum(ld.slot_bytes for ld in rep.main.loads if not ld.pipelined) if rep is not None and rep.main else 0
     passes = rep.passes() if rep is not None else None
     flat = unrolled_body(getattr(ev, "result", None), kernel.loop_iterations(cfg, point) or 1, ev.regs) \
@@ -377,7 +377,7 @@ def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any
     else:
         batches = load_batches(plain, threads, ev.regs)
         hoist = hoisting(getattr(ev, "result", None), passes) if passes and not ahead else 1.0
-    strips = operand_strips(kernel, cfg, point, ev, rep)
+    strips = operand_strips(kernel, cfg, point, ev, rep, its)
     return Resources(blocks, threads, loop_tile_bytes(kernel, cfg, point, rep), ahead, int(ev.spills or 0), source,
                      reads, flops, u, issue, barriers, exchange, batches,
                      max(1, passes.count) if passes else 1, passes.first_bytes if passes else 0,
@@ -413,46 +413,37 @@ def atomic_requests(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], e
     the compiled TTGIR, the integer launch arguments and the launch grid at `point`; 0 when any is unknown
     or the kernel has no atomic whose pointer is arithmetic on the program id."""
     ttgir = getattr(getattr(ev, "result", None), "ttgir", None)
-    if not ttgir or "tt.atomic_" not in ttgir:
-        return 0.0
-    dims, args = kernel.launch_grid(cfg, point), kernel.scalar_args(cfg, point)
-    if dims is None or args is None:
+    facts = _launch_facts(kernel, cfg, point, ev) if ttgir and "tt.atomic_" in ttgir else None
+    if facts is None:
         return 0.0
     from .atomics import contention
-    hot = contention(ttgir, args, dims)
+    hot = contention(ttgir, facts[2], facts[1])
     return hot.requests if hot is not None else 0.0
 
 
-def operand_strips(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any, rep: Any) -> Any:
+def _launch_facts(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any) -> tuple[str, Any, Any] | None:
+    """(compiled TTGIR, launch grid, integer launch arguments) at `point`: what the walks over the kernel's
+    program-id arithmetic need (tile order, loop trips, atomics); None when any is unknown."""
+    ttgir = getattr(getattr(ev, "result", None), "ttgir", None)
+    if not ttgir:
+        return None
+    dims, args = kernel.launch_grid(cfg, point), kernel.scalar_args(cfg, point)
+    return None if dims is None or args is None else (ttgir, dims, args)
+
+
+def operand_strips(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any, rep: Any,
+                   its: Sequence[int] | None = None) -> Any:
     """The main loop's operand strips per CTA in launch order (tile_order.strips) from the compiled
     TTGIR, the kernel's integer launch arguments and launch grid at `point`; None when any is unknown.
     Index tensors the launcher gives with data (index_data: a MoE routing's expert ids) are read where
-    the kernel loads a scalar from them; CTAs with no iterations (cta_iterations) are left out."""
-    ttgir = getattr(getattr(ev, "result", None), "ttgir", None)
-    if not ttgir or rep is None:
-        return None
-    dims, args = kernel.launch_grid(cfg, point), kernel.scalar_args(cfg, point)
-    if dims is None or args is None:
+    the kernel loads a scalar from them; CTAs with no iterations (`its`: cta_iterations) are left out."""
+    facts = _launch_facts(kernel, cfg, point, ev)
+    if facts is None or rep is None:
         return None
     from .tile_order import strips
-    its = kernel.cta_iterations(cfg, point)
+    ttgir, dims, args = facts
     return strips(ttgir, rep, args, dims, kernel.loop_iterations(cfg, point) or 1, kernel.index_data(cfg, point),
                   [n > 0 for n in its] if its is not None else None)
-
-
-def inner_trips(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any, rep: Any) -> tuple | None:
-    """The trips of each loop inside the main loop (tile_order.nested_trips) from the compiled TTGIR,
-    the integer launch arguments and the launch grid at `point`; None when any is unknown or the main
-    loop has no loop inside it."""
-    ttgir = getattr(getattr(ev, "result", None), "ttgir", None)
-    main = rep.main if rep is not None else None
-    if not ttgir or main is None or not any(lp.parent >= 0 and rep.loops[lp.parent] is main for lp in rep.loops):
-        return None
-    dims, args = kernel.launch_grid(cfg, point), kernel.scalar_args(cfg, point)
-    if dims is None or args is None:
-        return None
-    from .tile_order import nested_trips
-    return nested_trips(ttgir, rep, args, dims)
 
 
 def unrolled_body(result: Any, n: int, regs: int | None) -> tuple[float, float] | None:
@@ -510,7 +501,7 @@ def _sass_loop(result: Any, threads: int, rep: Any, trips: Sequence[float | None
     """(unroll, issue slots per warp per iteration, barriers per trip, exchange cycles per warp per
     iteration: 0 unless the loop holds a barrier, see term (g)) of the compiled main loop, its inner
     loops run `trips` times each (nest_trips), plus, per iteration, share[0] trips of the work the loop
-    around it does on its own and share[1] of the work outside every loop (loop_shares);
+    around it does on its own and share[1] of the work outside every loop (loop_nest);
     (1, 0.0, 0, 0.0) without SASS."""
     from . import sass as S
     loops = S.sass_loops(getattr(result, "sass", None) or "")
@@ -548,32 +539,37 @@ def _exchange_cycles(loop: Any, elements: float) -> float:
     return (loop.shared_ops - loop.narrow_stores) * k + loop.narrow_stores * EXCHANGE_CYCLES_PER_OP
 
 
-def loop_shares(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any, rep: Any
-                ) -> tuple[float | None, float | None]:
-    """Per main-loop iteration (over the mean iterations per CTA n: cta_iterations, else
-    loop_iterations): (trips of the loop around the main loop / n -- how often a per-segment loop's own
-    work, its offsets, cross-warp sum and store, runs; tile_order.enclosing_trips --, 1 / n: the CTA's
-    work outside every loop, once). None where a figure is unknown or the main loop sits in no loop."""
+def loop_nest(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any, rep: Any,
+              its: Sequence[int] | None = None) -> tuple[tuple | None, tuple[float | None, float | None]]:
+    """From one walk of the compiled kernel at `point` (tile_order.loop_trips): the trips of each loop
+    inside the main loop (for nest_trips; None when unknown or there is none), and per main-loop
+    iteration, over the mean iterations per CTA n (`its`: cta_iterations, else loop_iterations), (trips
+    of the loop around the main loop / n -- how often a per-segment loop's own work, its offsets,
+    cross-warp sum and store, runs --, 1 / n: the CTA's work outside every loop, once); None where a
+    figure is unknown or the main loop sits in no loop."""
     ttgir = getattr(getattr(ev, "result", None), "ttgir", None)
     main = rep.main if rep is not None else None
     if not ttgir or main is None:
-        return None, None
-    its = kernel.cta_iterations(cfg, point)
+        return None, (None, None)
+    facts = _launch_facts(kernel, cfg, point, ev)
+    from .tile_order import inside_main, loop_trips
+    trips = (loop_trips(ttgir, rep, facts[2], facts[1]) or {}) if facts is not None else {}
+    return inside_main(rep, trips) or None, _shares(kernel, cfg, point, its, trips.get(main.parent) if main.parent >= 0 else None)
+
+
+def _shares(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], its: Sequence[int] | None,
+            around: float | None) -> tuple[float | None, float | None]:
+    """(trips of the loop around the main loop, once for the CTA), each over the mean iterations per CTA."""
     n = sum(its) / len(its) if its else (kernel.loop_iterations(cfg, point) or 0)
     if n <= 0:
         return None, None
-    dims, args = kernel.launch_grid(cfg, point), kernel.scalar_args(cfg, point)
-    t = None
-    if main.parent >= 0 and dims is not None and args is not None:
-        from .tile_order import enclosing_trips
-        t = enclosing_trips(ttgir, rep, args, dims)
-    return (t / n if t else None), 1.0 / n
+    return (around / n if around else None), 1.0 / n
 
 
 def nest_trips(loop: Any, inner: Sequence[Any], trips: Sequence[float | None] | None) -> Any:
     """One trip of the SASS main loop with the loops inside it run as often as the source says: the
     listing holds each inner body once, a source loop inside the main loop runs t trips per iteration
-    (tile_order.nested_trips; a top-k's k selection passes over the chunk it loaded). One source loop
+    (tile_order.loop_trips; a top-k's k selection passes over the chunk it loaded). One source loop
     may compile to several SASS loops (ptxas unrolls a loop of unknown trip count and keeps a
     remainder loop): its t trips are costed at the smallest of them (one source iteration), the others
     not at all; several source loops pair with the SASS loops in order when the counts agree. `loop`

@@ -129,16 +129,23 @@ def main_loop(loops: list[SassLoop]) -> SassLoop | None:
     best = max(inner, key=lambda lp: (lp.mma > 0, lp.global_load_bytes + 16 * lp.async_copies, lp.instructions))
     if best.mma or best.global_loads or best.async_copies:
         return best
-    around = [lp for lp in loops if lp.start <= best.start and best.end <= lp.end and lp is not best
-              and (lp.global_loads or lp.async_copies)]
-    return min(around, key=lambda lp: lp.end - lp.start) if around else best
+    return next((lp for lp in _around(loops, best) if lp.global_loads or lp.async_copies), best)
+
+
+def _within(inner: SassLoop, outer: SassLoop) -> bool:
+    """Whether `inner` is a loop inside `outer` (not itself)."""
+    return inner is not outer and outer.start <= inner.start and inner.end <= outer.end
+
+
+def _around(loops: list[SassLoop], inner: SassLoop) -> list[SassLoop]:
+    """The loops around `inner`, innermost first."""
+    return sorted((lp for lp in loops if _within(inner, lp)), key=lambda lp: lp.end - lp.start)
 
 
 def nested(loops: list[SassLoop], outer: SassLoop) -> list[SassLoop]:
     """The loops directly inside `outer` (inside no other loop inside it), by address."""
-    inside = [lp for lp in loops if outer.start <= lp.start and lp.end <= outer.end and lp is not outer]
-    return sorted((lp for lp in inside if not any(o is not lp and o.start <= lp.start and lp.end <= o.end
-                                                  for o in inside)), key=lambda lp: lp.start)
+    inside = [lp for lp in loops if _within(lp, outer)]
+    return sorted((lp for lp in inside if not any(_within(lp, o) for o in inside)), key=lambda lp: lp.start)
 
 
 def outside(sass: str) -> SassLoop | None:
@@ -147,16 +154,12 @@ def outside(sass: str) -> SassLoop | None:
     insts = instructions(sass)
     if not insts:
         return None
-    loops = sass_loops(sass)
-    whole = _span(insts, insts[0][0], insts[-1][0], False)
-    top = [lp for lp in loops if not any(o is not lp and o.start <= lp.start and lp.end <= o.end for o in loops)]
-    return with_trips(whole, [(lp, 0.0) for lp in top])
+    return own(_span(insts, insts[0][0], insts[-1][0], False), sass_loops(sass))
 
 
 def enclosing(loops: list[SassLoop], inner: SassLoop) -> SassLoop | None:
     """The smallest loop around `inner` (None when it sits in none)."""
-    around = [lp for lp in loops if lp is not inner and lp.start <= inner.start and inner.end <= lp.end]
-    return min(around, key=lambda lp: lp.end - lp.start) if around else None
+    return next(iter(_around(loops, inner)), None)
 
 
 def own(outer: SassLoop, loops: list[SassLoop]) -> SassLoop:

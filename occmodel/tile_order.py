@@ -198,28 +198,18 @@ def strips(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence[
     returns at once -- it reads nothing and takes no place in a wave. None also when the TTGIR has no
     main loop, the main loop sits deeper than one tile loop, the tile loop's bounds cannot be
     evaluated, or no load's pointer could be evaluated."""
-    main = getattr(report, "main", None)
-    if main is None or not ttgir:
+    setup = _main_walk_setup(ttgir, report, grid)
+    if setup is None:
         return None
-    outer = main.parent
-    if outer >= 0 and report.loops[outer].parent >= 0:
-        return None
-    dims = launch_dims(ttgir, grid)
-    if dims is None:
-        return None                         # the kernel reads an axis the grid does not state
-    gx, gy, gz = dims["x"], dims["y"], dims["z"]
-    target = next(i for i, lp in enumerate(report.loops) if lp is main)
-    total = gx * gy * gz
-    pid = np.arange(total, dtype=np.int64)
+    target, outer, dims, pid = setup
+    total = len(pid)
     if outer < 0:
         walk = _walk(ttgir, int_args, pid, dims, target, data=data)
         if walk is None:
             return None
         if live is not None and len(live) == total and not all(live):
-            keep = np.asarray(live, dtype=bool)
-            n = int(keep.sum())                   # the live CTAs, renumbered: the waves they fill
-            return _strips(walk[0], keep, iterations, total, np.zeros(n, np.int64), np.arange(n, dtype=np.int64),
-                           all_valid=False)
+            keep = np.asarray(live, dtype=bool)   # the live CTAs, renumbered: the waves they fill
+            return _strips(walk[0], keep, iterations, total, np.zeros(total, np.int64), np.cumsum(keep) - 1)
         return _strips(walk[0], np.ones(total, bool), iterations, total, None, None)
     first = _walk(ttgir, int_args, pid, dims, target, outer, data=data)   # the tile loop's bounds per program id
     if first is None or first[1] is None:
@@ -310,43 +300,53 @@ def _walk(ttgir: str, int_args: Mapping[str, int], pid: np.ndarray, dims: Mappin
     return loads, bounds, inner, nest
 
 
-def nested_trips(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence[int]) -> tuple[float | None, ...] | None:
-    """The trips of each loop directly inside the main loop (TTGIR order) at the main loop's first
-    iteration, averaged over the CTAs (a persistent kernel's at their first tile): a top-k's
-    ``for j in range(0, K)`` inside its chunk loop runs K trips per chunk. An entry is None when its
-    bounds cannot be evaluated; None when the walk cannot reach the main loop (see strips)."""
+def _main_walk_setup(ttgir: str, report: Any, grid: Sequence[int]) -> tuple[int, int, dict, np.ndarray] | None:
+    """(main loop's index, the loop around it or -1, launch dims, every program id) for a walk to the main
+    loop; None without a main loop, with one deeper than one loop, or a grid that cannot be placed."""
     main = getattr(report, "main", None)
     if main is None or not ttgir:
         return None
-    outer = main.parent
-    if outer >= 0 and report.loops[outer].parent >= 0:
+    if main.parent >= 0 and report.loops[main.parent].parent >= 0:
         return None
     dims = launch_dims(ttgir, grid)
     if dims is None:
-        return None
+        return None                         # the kernel reads an axis the grid does not state
     target = next(i for i, lp in enumerate(report.loops) if lp is main)
-    pid = np.arange(dims["x"] * dims["y"] * dims["z"], dtype=np.int64)
-    walk = _walk(ttgir, int_args, pid, dims, target, outer, np.zeros_like(pid) if outer >= 0 else None)
-    if walk is None:
+    return target, main.parent, dims, np.arange(dims["x"] * dims["y"] * dims["z"], dtype=np.int64)
+
+
+def loop_trips(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence[int]) -> dict[int, float | None] | None:
+    """The trips of every loop the walk to the main loop meets -- the loop around it, the main loop, the
+    loops inside it -- by loop index (PipelineReport.loops), at the main loop's first iteration (the loop
+    around it at its first trip), averaged over the CTAs; an entry is None when its bounds cannot be
+    evaluated. None when the walk cannot reach the main loop (see strips)."""
+    setup = _main_walk_setup(ttgir, report, grid)
+    if setup is None:
         return None
-    return tuple(t for i, t in walk[3] if report.loops[i].parent == target)
+    target, _, dims, pid = setup
+    walk = _walk(ttgir, int_args, pid, dims, target)
+    return None if walk is None else dict(walk[3])
+
+
+def nested_trips(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence[int]) -> tuple[float | None, ...] | None:
+    """The trips of each loop directly inside the main loop (TTGIR order; loop_trips): a top-k's
+    ``for j in range(0, K)`` inside its chunk loop runs K trips per chunk."""
+    trips = loop_trips(ttgir, report, int_args, grid)
+    return None if trips is None else inside_main(report, trips)
+
+
+def inside_main(report: Any, trips: Mapping[int, float | None]) -> tuple[float | None, ...]:
+    """Of loop_trips' entries, those of the loops directly inside the main loop, in TTGIR order."""
+    return tuple(t for i, t in trips.items() if report.loops[i].parent >= 0
+                 and report.loops[report.loops[i].parent] is report.main)
 
 
 def enclosing_trips(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence[int]) -> float | None:
     """The trips of the loop the main loop sits in (a per-segment loop around a loop over the segment's
-    rows), averaged over the CTAs; None when the main loop sits in no loop, sits deeper than one, or
-    the bounds cannot be evaluated."""
+    rows; loop_trips); None when it sits in none or the bounds cannot be evaluated."""
+    trips = loop_trips(ttgir, report, int_args, grid)
     main = getattr(report, "main", None)
-    if main is None or not ttgir or main.parent < 0 or report.loops[main.parent].parent >= 0:
-        return None
-    dims = launch_dims(ttgir, grid)
-    if dims is None:
-        return None
-    target = next(i for i, lp in enumerate(report.loops) if lp is main)
-    walk = _walk(ttgir, int_args, np.arange(dims["x"] * dims["y"] * dims["z"], dtype=np.int64), dims, target)
-    if walk is None:
-        return None
-    return next((t for i, t in walk[3] if i == main.parent), None)
+    return None if trips is None or main is None or main.parent < 0 else trips.get(main.parent)
 
 
 def _mean_trips(lb: Any, ub: Any, step: Any) -> float | None:
@@ -385,10 +385,10 @@ def _trips(lb: Any, ub: Any, step: Any) -> int | None:
 
 
 def _strips(loads: list[tuple[_Ptr, int]], valid: np.ndarray, iterations: int, grid: int,
-            trip: np.ndarray | None, pid: np.ndarray | None, all_valid: bool = True) -> Strips | None:
+            trip: np.ndarray | None, pid: np.ndarray | None) -> Strips | None:
     """One Strip per distinct (root, keys) load over the `valid` entries; `iterations`: the main
-    loop's trips (a strip's bytes = bytes per iteration x trips). `trip` / `pid` label the valid
-    entries (a persistent kernel's trips; or the live CTAs, renumbered, when `all_valid` is False)."""
+    loop's trips (a strip's bytes = bytes per iteration x trips); `trip` / `pid`: each entry's
+    tile-loop trip and the program id its wave is counted by (None: one entry per CTA, all valid)."""
     seen: dict[tuple[str, bytes], Strip] = {}
     for ptr, nbytes in loads:
         if not nbytes:
@@ -401,8 +401,6 @@ def _strips(loads: list[tuple[_Ptr, int]], valid: np.ndarray, iterations: int, g
         return None
     if trip is None:
         return Strips(tuple(seen.values()), grid)
-    if not all_valid:
-        return Strips(tuple(seen.values()), grid, trip, pid)
     return Strips(tuple(seen.values()), grid, trip[valid], pid[valid])
 
 
