@@ -201,16 +201,16 @@ SWEEPS: dict[str, dict[str, Any]] = {
                         "axes": {"BLOCK_M": [32, 64, 128], "BLOCK_N": [32, 64, 128], "num_warps": [4, 8], "num_stages": [1, 2, 3]}},
     # round 14 (held out; the helpers' sweeps, every config compiled for sm_90 with triton 3.6.0 first)
     # 4 warps left out (BLOCK_H 64's fp32 64 x 512 acc spills 272-410 words), BLOCK_N 64 (to stay <= 72; 16 warps spill at BLOCK_H 64); 7 configs keep 1-2 words in local memory outside the loop
-    "mla_decode": {"file": "examples/mla_decode.py", "role": "held-out-14",  # SLOT mla_decode
+    "mla_decode": {"file": "examples/mla_decode.py", "role": "held-out-14",
                  "axes": {"BLOCK_H": [16, 32, 64], "BLOCK_N": [16, 32], "NUM_SPLITS": [1, 4, 16], "num_warps": [8, 16], "num_stages": [2, 3]}},
     # BLOCK_N 256, BLOCK_NNZ 64 left out (64 x 256 tiles spill on 4 warps; N = 128 would mask half a 256 tile); BLOCK_ROWS 4, 2 warps, num_stages 2: to stay <= 72
-    "csr_spmm": {"file": "examples/csr_spmm.py", "role": "held-out-14",  # SLOT csr_spmm
+    "csr_spmm": {"file": "examples/csr_spmm.py", "role": "held-out-14",
                  "axes": {"BLOCK_ROWS": [1, 16], "BLOCK_NNZ": [16, 32], "BLOCK_N": [64, 128], "DOT": [0, 1], "num_warps": [4, 8], "num_stages": [1, 3]}},
     # BLOCK_KEYS 16384 left out (spills 48-404 words on 4 / 8 warps: 64-128 int64 keys a thread); 32 warps, PROGRAMS_PER_SM 8: to stay <= 72; num_stages 1 only (LOOP_STAGES pipelines)
-    "row_sort": {"file": "examples/row_sort.py", "role": "held-out-14",  # SLOT row_sort
+    "row_sort": {"file": "examples/row_sort.py", "role": "held-out-14",
                  "axes": {"BLOCK_KEYS": [2048, 4096, 8192], "PROGRAMS_PER_SM": [0, 1, 2, 4], "LOOP_STAGES": [1, 2], "num_warps": [4, 8, 16], "num_stages": [1]}},
     # BLOCK 4096 left out (spills 2-164 words: on 2 warps, or 8 with LOOP_STAGES >= 2); 2 / 16 warps to stay <= 72; num_stages 1 only (LOOP_STAGES pipelines)
-    "fused_adam": {"file": "examples/fused_adam.py", "role": "held-out-14",  # SLOT fused_adam
+    "fused_adam": {"file": "examples/fused_adam.py", "role": "held-out-14",
                  "axes": {"CHUNK": [4096, 16384, 65536], "BLOCK": [512, 1024, 2048], "LOOP_STAGES": [1, 2, 3], "num_warps": [4, 8], "num_stages": [1]}},
     "decode_attention": {"card": "decode_attention", "role": "development",
                          "axes": {"BLOCK_T": [16, 32, 64], "BLOCK_H": [16, 32], "num_warps": [2, 4, 8],
@@ -665,6 +665,7 @@ MEASURED = [
     ("reports/h200/rank_study_round12_h200.json", {"expert_histogram", "w8a8_gemm", "attn_bwd_dkdv"}, None),
     ("reports/h200/rank_study_round12b_h200.json", None, None),
     ("reports/h200/rank_study_round13_h200.json", None, None),
+    ("reports/h200/rank_study_round14_h200.json", None, None),
 ]
 
 
