@@ -83,6 +83,27 @@ class BareKernel(KernelCard):
             raise ConfigError(f"constexpr {', '.join(missing)} of {self.name} has no value; give it, e.g. "
                               f"--baseline {missing[0]}=64 (or -D {missing[0]}=64 to set or sweep it){why}")
 
+    def resolve(self, overrides: Mapping[str, Any] | None = None, base: Mapping[str, Any] | None = None) -> Config:
+        """As a card resolves a config, but a constexpr taken from the example arguments (from_example)
+        that neither `base` nor `overrides` sets is read again from the example arguments of this
+        config: a launcher that derives it from a tunable (ONE_TILE = N <= BLOCK_N, EVEN_K = K %
+        BLOCK_K == 0, NUM_STAGES = num_stages) launches each config with its own value, not the
+        baseline's."""
+        cfg = super().resolve(overrides, base)
+        given = set(self.baseline if base is None else base) | set(overrides or {})
+        derived = [n for n in self.from_example if n not in given]
+        source = self.args_fn or (self.launcher.example_args if self.launcher is not None else None)
+        if not derived or source is None or self.fixed_signature is not None:
+            return cfg
+        try:
+            values = _as_mapping(self.fn, _call(source, cfg, self.default_points), "the example arguments")
+        except (KernelError, ConfigError):
+            return cfg                   # compiling says why, as for any config whose example fails
+        for n in derived:
+            if values.get(n) is not None:
+                cfg[n] = self.param(n).check(values[n])
+        return cfg
+
     # ---------------------------------------------------------- compile
     def _spec(self, cfg: Config) -> tuple[dict[str, str], dict[str, Any]]:
         """(signature, constexprs) for cfg, from the first source that states them."""

@@ -400,3 +400,50 @@ def test_an_example_args_that_needs_the_tunables_says_so():
     msg = str(err.value)
     assert "has no value" in msg and "TypeError" in msg and "put the tunables it reads in BASELINE" in msg
     assert "\n" not in msg
+
+
+ONE_TILE_KERNEL = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_one(X, N, BLOCK: tl.constexpr, ONE_TILE: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    if ONE_TILE:                                  # the whole row in one tile
+        tl.store(X + offs, tl.load(X + offs, mask=offs < N) + 1, mask=offs < N)
+    else:                                         # a loop over BLOCK-wide chunks
+        for s in range(0, N, BLOCK):
+            tl.store(X + s + offs, tl.load(X + s + offs, mask=s + offs < N) + 1, mask=s + offs < N)
+
+
+BASELINE = {"BLOCK": 1024, "num_warps": 4, "num_stages": 1}
+POINTS = [{"N": 512}]
+
+
+def example_args(cfg, point):
+    import torch
+    return {"X": torch.empty(point["N"], device="meta"), "N": point["N"], "BLOCK": cfg["BLOCK"],
+            "ONE_TILE": point["N"] <= cfg["BLOCK"]}
+'''
+
+
+def test_a_constexpr_derived_from_a_tunable_follows_each_config(tmp_path):
+    """ONE_TILE, which the launcher derives from BLOCK (no default, no tunable), takes each config's own
+    value from example_args -- not the baseline's -- so BLOCK=256 compiles the chunk loop the GPU runs;
+    a value given explicitly still wins."""
+    path = tmp_path / "add_one.py"
+    path.write_text(ONE_TILE_KERNEL)
+    k = load_source(f"{path}:add_one", launcher=str(path))
+    assert k.from_example == ("ONE_TILE",)
+    assert k.resolve()["ONE_TILE"] is True
+    small = k.resolve({"BLOCK": 256})
+    assert small["ONE_TILE"] is False and k.constexprs(small)["ONE_TILE"] is False
+    assert k.resolve({"BLOCK": 256, "ONE_TILE": True})["ONE_TILE"] is True
+    from occmodel import sass as S
+
+    def loops(cfg):
+        r = compile_kernel(k.kernel, k.signature(cfg), k.constexprs(cfg), arch="sm_90", num_warps=4, num_stages=1,
+                           keep_ir=True, cache=False)
+        return S.sass_loops(r.sass)
+    assert loops(small) and not loops(k.resolve())
