@@ -31,7 +31,9 @@ and one iteration of the c co-resident CTAs takes about the slowest of (all time
                   i x max(c x W / 4, D) / clock,
                                                (f) instruction issue: W warps per CTA each issue i
                                                    slots per iteration (the SASS loop's instructions,
-                                                   MUFU ops x 8, over u, the source iterations one trip
+                                                   MUFU ops x 8 -- or its integer / logic ALU ops x 2
+                                                   when more: the ALU pipe has 16 lanes a sub-partition
+                                                   to sm_90, sass.issue_slots --, over u, the source iterations one trip
                                                    of the SASS loop covers: ptxas unrolls; a loop inside
                                                    the main loop counted as many trips as its evaluated
                                                    bounds say: nest_trips); 4 schedulers
@@ -352,10 +354,11 @@ def loop_tile_bytes(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], p
     return max(1, int(nbytes) // (grid * n))
 
 
-def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any) -> Resources:
+def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any, alu_cycles: float = 1.0) -> Resources:
     """Resources from a config's Evidence (occmodel.evidence): resident CTAs; compiled: n_spills
     and, from the TTGIR, the main loop's ring depth, slot bytes, dot operand reads and dot flops.
-    From a model: tiles ahead num_stages - 1 (0 unpipelined), operand reads unknown (0)."""
+    From a model: tiles ahead num_stages - 1 (0 unpipelined), operand reads unknown (0).
+    alu_cycles: a warp's cycles per ALU-pipe op on the target (sass.issue_slots)."""
     threads = 32 * int(cfg["num_warps"])
     blocks = ev.blocks_per_sm or 0
     ahead, reads, flops = max(int(cfg["num_stages"]) - 1, 0), 0, 0
@@ -367,10 +370,10 @@ def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any
     source = "compiled" if ev.source == "compiled" else "model"
     its = kernel.cta_iterations(cfg, point)
     u, issue, barriers, exchange = _sass_loop(getattr(ev, "result", None), threads, rep,
-                                              *loop_nest(kernel, cfg, point, ev, rep, its))
+                                              *loop_nest(kernel, cfg, point, ev, rep, its), alu_cycles=alu_cycles)
     plain = sum(ld.slot_bytes for ld in rep.main.loads if not ld.pipelined) if rep is not None and rep.main else 0
     passes = rep.passes() if rep is not None else None
-    flat = unrolled_body(getattr(ev, "result", None), kernel.loop_iterations(cfg, point) or 1, ev.regs) \
+    flat = unrolled_body(getattr(ev, "result", None), kernel.loop_iterations(cfg, point) or 1, ev.regs, alu_cycles) \
         if not issue else None
     if flat is not None:
         issue, hoist, batches = flat[0], flat[1], 1.0
@@ -446,7 +449,7 @@ def operand_strips(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev
                   [n > 0 for n in its] if its is not None else None)
 
 
-def unrolled_body(result: Any, n: int, regs: int | None) -> tuple[float, float] | None:
+def unrolled_body(result: Any, n: int, regs: int | None, alu_cycles: float = 1.0) -> tuple[float, float] | None:
     """(issue slots per warp per iteration, latency waits per iteration) of a kernel whose n declared
     loop iterations were unrolled away (a tl.static_range: its SASS has no loop): the whole listing
     spread over the n iterations. Its loads issue together, so one CTA waits the latency once per
@@ -465,7 +468,7 @@ def unrolled_body(result: Any, n: int, regs: int | None) -> tuple[float, float] 
         return None
     words = body.global_load_bytes / 4
     waits = max(1.0, body.load_waves, words / regs if regs else 0.0)
-    return S.issue_slots(body) / n, min(1.0, waits / n)
+    return S.issue_slots(body, alu_cycles) / n, min(1.0, waits / n)
 
 
 def hoisting(result: Any, passes: Any) -> float:
@@ -497,7 +500,8 @@ def load_batches(plain_bytes: int, threads: int, regs: int | None) -> float:
 
 
 def _sass_loop(result: Any, threads: int, rep: Any, trips: Sequence[float | None] | None = None,
-               share: tuple[float | None, float | None] = (None, None)) -> tuple[int, float, int, float]:
+               share: tuple[float | None, float | None] = (None, None), alu_cycles: float = 1.0
+               ) -> tuple[int, float, int, float]:
     """(unroll, issue slots per warp per iteration, barriers per trip, exchange cycles per warp per
     iteration: 0 unless the loop holds a barrier, see term (g)) of the compiled main loop, its inner
     loops run `trips` times each (nest_trips), plus, per iteration, share[0] trips of the work the loop
@@ -513,7 +517,7 @@ def _sass_loop(result: Any, threads: int, rep: Any, trips: Sequence[float | None
     main = rep.main if rep is not None else None
     per_iter = sum(ld.slot_bytes for ld in main.loads) if main is not None else 0
     u = S.unroll(loop, threads, per_iter) if not (rep is not None and rep.ahead) else 1
-    issue, barriers = S.issue_slots(loop) / u, float(loop.barriers)
+    issue, barriers = S.issue_slots(loop, alu_cycles) / u, float(loop.barriers)
     cycles = _exchange_cycles(loop, main.exchange_elements if main is not None else 0.0) / u
     parts = []
     if share[0] and outer is not None and main is not None and main.parent >= 0:
@@ -522,7 +526,7 @@ def _sass_loop(result: Any, threads: int, rep: Any, trips: Sequence[float | None
     if body is not None:            # its exchange only: see EPILOGUE_ISSUE
         parts.append((share[1], body, rep.exchange_elements if rep is not None else 0.0, EPILOGUE_ISSUE))
     for r, own, elements, issues in parts:
-        issue += r * S.issue_slots(own) if issues else 0.0
+        issue += r * S.issue_slots(own, alu_cycles) if issues else 0.0
         barriers += r * own.barriers
         cycles += r * _exchange_cycles(own, elements)
     return u, issue, round(barriers), cycles
@@ -792,7 +796,8 @@ def estimate_many(card: KernelCard, spec: HardwareSpec, cal: Calibration, cfgs: 
     """estimates[i][j] for config i at point j from `evidence[i]` (occmodel.evidence.Evidence)."""
     peak = peak_flops(spec, product)
     l2 = spec.product(product).l2_mb * 2 ** 20
-    return [[estimate(card, cal, cfg, pt, resources(card, cfg, pt, evidence[i]), peak, l2) for pt in points]
+    alu = spec.sm.warp_size / spec.sm.alu_lanes_per_partition
+    return [[estimate(card, cal, cfg, pt, resources(card, cfg, pt, evidence[i], alu), peak, l2) for pt in points]
             for i, cfg in enumerate(cfgs)]
 
 

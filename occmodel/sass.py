@@ -44,6 +44,7 @@ class SassLoop:
     narrow_stores: int = 0      # of shared_ops, the byte stores (STS.U8 / .S8): registers written to shared
                                 # memory a byte at a time -- an 8-bit operand transposed for the tensor
                                 # cores -- bank-conflicted, see rank's term (g)
+    alu: int = 0                # integer / logic ops of the ALU pipe per trip (ISETP, LOP3, SEL, IADD3, ...)
 
 
 def _ldg_bytes(op: str) -> int:
@@ -89,7 +90,7 @@ def straight_line(sass: str) -> SassLoop | None:
 def _span(insts: list[tuple[int, str, str]], start: int, end: int, inner: bool) -> SassLoop:
     """The counts of the instructions from address `start` to `end` (NOPs left out)."""
     body = [op for a, op, _ in insts if start <= a <= end and not op.startswith("NOP")]
-    ldg = [op for op in body if op.startswith("LDG")]
+    ldg = [op for op in body if _is_global_load(op)]
     return SassLoop(start, end, len(body), sum(_ldg_bytes(op) for op in ldg), len(ldg),
                     sum(op.startswith("MUFU") for op in body),
                     sum(op.startswith(("HMMA", "HGMMA", "IGMMA", "QGMMA", "UTCHMMA", "UTCMMA", "IMMA", "QMMA", "OMMA"))
@@ -97,19 +98,25 @@ def _span(insts: list[tuple[int, str, str]], start: int, end: int, inner: bool) 
                     sum(op.startswith(("LDGSTS", "UTMALDG")) for op in body), inner,
                     sum(op.startswith("BAR.SYNC") or op == "BAR" for op in body),
                     sum(_is_shared_op(op) for op in body), _load_waves(body),
-                    sum(op.startswith(("STS.U8", "STS.S8")) for op in body))
+                    sum(op.startswith(("STS.U8", "STS.S8")) for op in body), sum(op.split(".")[0] in ALU_OPS for op in body))
 
 
 def _load_waves(ops: list[str]) -> int:
     """Runs of LDG in a trip separated by a global store, reduction or barrier."""
     waves, open_run = 0, False
     for op in ops:
-        if op.startswith("LDG"):
+        if _is_global_load(op):
             waves += not open_run
             open_run = True
         elif op.startswith(("STG", "RED", "ATOMG", "BAR")):
             open_run = False
     return waves
+
+
+def _is_global_load(op: str) -> bool:
+    """A load from global memory into registers (LDG), not an async copy into shared memory (LDGSTS)
+    nor the barrier that waits for a group of them (LDGDEPBAR)."""
+    return op.startswith("LDG") and not op.startswith(("LDGSTS", "LDGDEPBAR"))
 
 
 def _is_shared_op(op: str) -> bool:
@@ -169,7 +176,7 @@ def own(outer: SassLoop, loops: list[SassLoop]) -> SassLoop:
 
 
 _COUNTS = ("instructions", "global_load_bytes", "global_loads", "mufu", "mma", "async_copies", "barriers",
-           "shared_ops", "load_waves", "narrow_stores")
+           "shared_ops", "load_waves", "narrow_stores", "alu")
 
 
 def with_trips(outer: SassLoop, inner: list[tuple[SassLoop, float]]) -> SassLoop:
@@ -192,8 +199,19 @@ def unroll(loop: SassLoop, threads: int, bytes_per_iteration: int) -> int:
 MUFU_WEIGHT = 8
 
 
-def issue_slots(loop: SassLoop) -> int:
-    """Warp-instruction issue slots of one trip: every instruction one, MUFU ops MUFU_WEIGHT
+# the integer / logic ops of the ALU pipe (Nsight Compute's "alu": bit manipulation, logic and integer
+# instructions other than IMAD / IMUL, which the FMA pipe runs), and the float compares and selects
+ALU_OPS = frozenset(("IADD3", "IADD", "ISETP", "LOP3", "LOP", "PLOP3", "SHF", "SHL", "SHR", "SEL", "IMNMX", "VIMNMX",
+                     "LEA", "ISCADD", "SGXT", "PRMT", "BMSK", "FLO", "BREV", "IABS", "P2R", "R2P",
+                     "FSETP", "FSEL", "FMNMX"))
+
+
+def issue_slots(loop: SassLoop, alu_cycles: float = 1.0) -> float:
+    """Scheduler cycles of one warp's trip: every instruction one issue slot, MUFU ops MUFU_WEIGHT
     (the special-function units are an eighth of the FP32 lanes: CUDA C++ Programming Guide,
-    arithmetic instruction throughput)."""
-    return loop.instructions + (MUFU_WEIGHT - 1) * loop.mufu
+    arithmetic instruction throughput) -- or, when more than 1 / alu_cycles of them are ALU ops,
+    alu_cycles per ALU op: a warp's integer compare, select or logic op takes 32 / (ALU lanes per
+    sub-partition) cycles of its pipe (2 on Volta to Hopper: spec sm.alu_lanes_per_partition), and
+    the other pipes run meanwhile. A bitonic sort network or a histogram is ALU-bound; a GEMM's
+    address arithmetic is not."""
+    return max(loop.instructions + (MUFU_WEIGHT - 1) * loop.mufu, alu_cycles * loop.alu)

@@ -43,6 +43,9 @@ class SMLimits:
     shared_memory_allocation_unit: int
     barriers_per_block_slot: int
     carveout_kb: tuple[int, ...]
+    # integer / logic ALU lanes per SM sub-partition (a warp's ISETP, LOP3, SEL, IADD3 takes 32 / this cycles
+    # of its pipe); optional in a spec file, 16 (Volta to Hopper) when absent
+    alu_lanes_per_partition: int = 16
 
     @property
     def max_warps_per_sm(self) -> int:
@@ -102,7 +105,8 @@ class HardwareSpec:
 # ---------------------------------------------------------------- schema
 _INT, _NUM, _STR = "int", "number", "str"
 
-_SM_FIELDS: dict[str, str] = {f.name: _INT for f in dataclasses.fields(SMLimits)}
+_SM_OPTIONAL = {"alu_lanes_per_partition": _INT}
+_SM_FIELDS: dict[str, str] = {f.name: _INT for f in dataclasses.fields(SMLimits) if f.name not in _SM_OPTIONAL}
 _SM_FIELDS["carveout_kb"] = "int list"
 _PRODUCT_FIELDS = {"name": _STR, "sms": _INT, "memory_bandwidth_gbs": _NUM, "l2_mb": _NUM,
                    "fp16_tensor_tflops": _NUM, "fp32_tflops": _NUM, "source": _STR}
@@ -198,7 +202,7 @@ def _validate(data: Any) -> list[tuple[str, str]]:
     if not isinstance(data, dict):
         return errors
     if isinstance(data.get("sm"), dict):
-        _check_fields(data["sm"], _SM_FIELDS, "sm", errors)
+        _check_fields(data["sm"], _SM_FIELDS, "sm", errors, _SM_OPTIONAL)
         sm = data["sm"]
         _cross_check(sm, errors)
     if isinstance(data.get("products"), list):
@@ -214,7 +218,8 @@ def _validate(data: Any) -> list[tuple[str, str]]:
 _POSITIVE = ("warp_size", "max_threads_per_block", "max_threads_per_sm", "max_blocks_per_sm",
              "registers_per_sm", "registers_per_block", "max_registers_per_thread", "register_allocation_unit",
              "warp_allocation_granularity", "shared_memory_allocation_unit", "shared_memory_per_sm",
-             "shared_memory_per_block", "shared_memory_per_block_optin", "barriers_per_block_slot")
+             "shared_memory_per_block", "shared_memory_per_block_optin", "barriers_per_block_slot",
+             "alu_lanes_per_partition")
 _POWERS_OF_TWO = ("register_allocation_unit", "warp_allocation_granularity", "shared_memory_allocation_unit")
 _NOT_ABOVE = (("max_threads_per_block", "max_threads_per_sm"), ("registers_per_block", "registers_per_sm"),
               ("shared_memory_per_block", "shared_memory_per_block_optin"),
@@ -230,6 +235,9 @@ def _cross_check(sm: dict, errors: list[tuple[str, str]]) -> None:
             errors.append((f"sm.{key}", "must be > 0"))
     if ok.get("warp_size") not in (None, 32):
         errors.append(("sm.warp_size", f"must be 32 (every NVIDIA GPU), got {ok['warp_size']}"))
+    if ok.get("alu_lanes_per_partition") and 32 % ok["alu_lanes_per_partition"]:
+        errors.append(("sm.alu_lanes_per_partition", f"must divide 32 (a warp's lanes): 16 on Volta to Hopper, 32 "
+                       f"where every core runs integer ops (RTX Blackwell), got {ok['alu_lanes_per_partition']}"))
     for key in _POWERS_OF_TWO:
         v = ok.get(key)
         if v and v & (v - 1):

@@ -178,6 +178,45 @@ def test_sass_counts_shared_accesses_not_ldmatrix_or_async_copies():
     assert lp.shared_ops == 4 and lp.barriers == 1
 
 
+def test_async_copies_and_their_barrier_are_not_register_loads():
+    """LDGSTS (a copy into shared memory) and LDGDEPBAR (the wait for a group of them) start with "LDG" but
+    load no register: a pipelined loop's trip that holds one LDG.E.64 loads 8 bytes per thread, not 8 + 8 + 4."""
+    body = """
+        /*0000*/                   LDGSTS.E.64 [R61+0x2000], desc[UR10][R16.64], P6 ;
+        /*0010*/                   LDGDEPBAR ;
+        /*0020*/                   LDG.E.64 R4, desc[UR10][R2.64] ;
+        /*0030*/              @!P0 BRA 0x0 ;
+"""
+    lp = S.main_loop(S.sass_loops(body))
+    assert (lp.global_loads, lp.global_load_bytes, lp.async_copies, lp.load_waves) == (1, 8, 1, 1)
+
+
+def test_an_alu_bound_trip_costs_two_cycles_per_integer_op():
+    """A bitonic compare-exchange step as ptxas writes it: 6 instructions, 4 of them integer compare /
+    select / logic ops of the ALU pipe (16 lanes a sub-partition to sm_90: 2 cycles a warp each), 1 shuffle.
+    The ALU pipe binds: max(6, 2 x 4) = 8 cycles; where every core runs integer ops (sm_120, 32 lanes),
+    the issue slots bind (6). A trip with MUFU ops and few ALU ops keeps its issue count: 3 + 7 = 10."""
+    body = """
+        /*0000*/                   SHFL.BFLY PT, R5, R4, 0x10, 0x1f ;
+        /*0010*/                   ISETP.GT.AND P0, PT, R4, R5, PT ;
+        /*0020*/                   SEL R6, R4, R5, P0 ;
+        /*0030*/                   SEL R7, R5, R4, P0 ;
+        /*0040*/                   LOP3.LUT R8, R6, 0xffff, RZ, 0xc0, !PT ;
+        /*0050*/              @!P1 BRA 0x0 ;
+"""
+    lp = S.main_loop(S.sass_loops(body))
+    assert (lp.instructions, lp.alu) == (6, 4)      # BRA is not an ALU op: ISETP, SEL, SEL, LOP3
+    assert S.issue_slots(lp, alu_cycles=2.0) == 8 and S.issue_slots(lp, alu_cycles=1.0) == 6
+    exp = """
+        /*0000*/                   MUFU.EX2 R7, R7 ;
+        /*0010*/                   ISETP.GE.AND P2, PT, R15, R14, PT ;
+        /*0020*/              @!P2 BRA 0x0 ;
+"""
+    assert S.issue_slots(S.main_loop(S.sass_loops(exp)), alu_cycles=2.0) == 3 + 7
+    from occmodel.spec import load_spec
+    assert load_spec("sm_90").sm.alu_lanes_per_partition == 16 and load_spec("sm_120").sm.alu_lanes_per_partition == 32
+
+
 # A main loop's vector reduction across warps, as triton 3.6 writes it (moe_gather, BLOCK_T=1, BLOCK_D=128,
 # 4 warps): the reduced axis (1) spans 4 warps; the result [1, 128] in the slice layout holds
 # 1 x 8 (sizePerThread along D) = 8 elements per thread.

@@ -84,3 +84,15 @@ def test_schema_errors_are_all_reported_with_dotted_path_and_line(tmp_path):
     line = next(i for i, t in enumerate(text.splitlines(), 1) if t.startswith("  max_blocks_per_sm: -3"))
     assert f"broken.yaml:{line}: sm.max_blocks_per_sm: must be a non-negative int, got -3" in msg
     assert "\n" not in msg
+
+
+def test_alu_lanes_are_optional_and_must_divide_a_warp(tmp_path):
+    """A spec file written before alu_lanes_per_partition existed still loads (16: Volta to Hopper); a value
+    that does not divide 32 is named with what is allowed."""
+    text = (SPEC_DIR / "sm_90.yaml").read_text()
+    old = "\n".join(t for t in text.splitlines() if "alu_lanes_per_partition" not in t)
+    (tmp_path / "old.yaml").write_text(old)
+    assert load_spec(str(tmp_path / "old.yaml")).sm.alu_lanes_per_partition == 16
+    (tmp_path / "odd.yaml").write_text(text.replace("alu_lanes_per_partition: 16", "alu_lanes_per_partition: 24"))
+    with pytest.raises(SpecError, match=r"sm.alu_lanes_per_partition: must divide 32 .* got 24"):
+        load_spec(str(tmp_path / "odd.yaml"))
