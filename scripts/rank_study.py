@@ -212,6 +212,19 @@ SWEEPS: dict[str, dict[str, Any]] = {
     # BLOCK 4096 left out (spills 2-164 words: on 2 warps, or 8 with LOOP_STAGES >= 2); 2 / 16 warps to stay <= 72; num_stages 1 only (LOOP_STAGES pipelines)
     "fused_adam": {"file": "examples/fused_adam.py", "role": "held-out-14",
                  "axes": {"CHUNK": [4096, 16384, 65536], "BLOCK": [512, 1024, 2048], "LOOP_STAGES": [1, 2, 3], "num_warps": [4, 8], "num_stages": [1]}},
+    # round 15 (held out; the helpers' sweeps, every config compiled for sm_90 with triton 3.6.0 first)
+    # BLOCK_N 256 left out (128 x 256 spills 258 words on 4 warps), BLOCK_N 64 (half the MACs an operand byte), PROGRAMS_PER_SM 3 / num_stages 2: to stay <= 72; all 192 compiles spill-free
+    "streamk_gemm": {"file": "examples/streamk_gemm.py", "role": "held-out-15",
+                 "axes": {"BLOCK_M": [64, 128], "BLOCK_N": [128], "BLOCK_K": [32, 64], "PROGRAMS_PER_SM": [1, 2], "HYBRID": [0, 1], "num_warps": [4, 8], "num_stages": [3, 4]}},
+    # BLOCK_M 16 left out (4 CTAs re-gather each query block's K/V; m16 mma.sync tiles), num_stages 4 (64 x 128 tiles need 273 KiB at D 128), 16 warps (to stay <= 72); 3 configs (BLOCK_M 64, BLOCK_N 128, 4 warps, 2-3 stages) spill 2-4 words at D 128
+    "block_sparse_attn": {"file": "examples/block_sparse_attn.py", "role": "held-out-15",
+                 "axes": {"BLOCK_M": [32, 64], "BLOCK_N": [32, 64, 128], "HEADS_FASTEST": [0, 1], "num_warps": [4, 8], "num_stages": [1, 2, 3]}},
+    # BLOCK_M held at 64 (= P, one wgmma M; 32 halves the dot to mma.sync and reads B twice) and BLOCK_N 32 left out (x read 4x) to keep SCALE_X, 3 BLOCK_K and 3 stages within 72
+    "ssd_chunk_state": {"file": "examples/ssd_chunk_state.py", "role": "held-out-15",
+                 "axes": {"BLOCK_M": [64], "BLOCK_N": [64, 128], "BLOCK_K": [32, 64, 128], "SCALE_X": [0, 1], "num_warps": [4, 8], "num_stages": [2, 3, 4]}},
+    # BLOCK_M 4 left out (in the chunk loop 4 x 4096 spills 20-292 words on 4-16 warps, 4 x 2048 20-42 on 4); 6 of 162 compiles keep 2-18 words (BLOCK_M 2 on 4 warps); num_stages 1 only (LOOP_STAGES pipelines)
+    "dropout_add_layernorm": {"file": "examples/dropout_add_layernorm.py", "role": "held-out-15",
+                 "axes": {"BLOCK_M": [1, 2], "BLOCK_N": [1024, 2048, 4096], "LOOP_STAGES": [1, 2, 3], "num_warps": [4, 8, 16], "num_stages": [1]}},
     "decode_attention": {"card": "decode_attention", "role": "development",
                          "axes": {"BLOCK_T": [16, 32, 64], "BLOCK_H": [16, 32], "num_warps": [2, 4, 8],
                                   "num_stages": [1, 2, 3, 4]},
