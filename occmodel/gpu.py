@@ -71,15 +71,15 @@ def check_correct(card: KernelCard, cfg: Config, point: Mapping[str, Any], seed:
     if not card.has_reference():
         n = out.numel() if isinstance(out, torch.Tensor) else 0
         return Correctness(ok=True, rel_error=float("nan"), tolerance=float("nan"), n_bad=0, n_total=n, checked=False)
-    return compare(out, card.reference(inputs), cfg)
+    return compare(out, card.reference(inputs), cfg, point)
 
 
-def compare(out: torch.Tensor, ref: torch.Tensor, cfg: Config) -> Correctness:
+def compare(out: torch.Tensor, ref: torch.Tensor, cfg: Config, point: Mapping[str, Any] | None = None) -> Correctness:
     """The correctness gate: `out` (the kernel's output) against `ref` (its float32 reference).
-    ok when the relative L2 error is within the tolerance of the output's dtype and no element is
+    ok when the relative L2 error is within the tolerance (see `tolerance`) and no element is
     NaN or off by more than 10 x tolerance x max|ref|."""
     ref = ref.float()
-    tol = tolerance(cfg, _dtype_name(out))          # from the output's own dtype, before it is upcast
+    tol = tolerance(cfg, _dtype_name(out), point)   # the output's own dtype read before it is upcast
     out = out.float()
     diff = (out - ref)
     rel = float(torch.linalg.vector_norm(torch.nan_to_num(diff, nan=1e30)) / torch.linalg.vector_norm(ref))
@@ -89,10 +89,14 @@ def compare(out: torch.Tensor, ref: torch.Tensor, cfg: Config) -> Correctness:
                        n_bad=n_bad, n_total=out.numel())
 
 
-def tolerance(cfg: Config, out_dtype: str) -> float:
-    """The relative-error tolerance: the config's dtype parameter when it has one (a card's), else
-    the kernel output's dtype (fp32 1e-4, fp16 1e-2, bf16 2e-2), else 1e-2."""
-    return TOLERANCE.get(str(cfg.get("dtype", "")), None) or TOLERANCE.get(out_dtype, 1e-2)
+def tolerance(cfg: Config, out_dtype: str, point: Mapping[str, Any] | None = None) -> float:
+    """The relative-error tolerance: of the inputs' dtype -- the config's dtype parameter (a card's), else
+    the workload point's (a launcher's POINTS: fp32 states computed from bf16 inputs carry bf16's error)
+    -- else of the kernel output's dtype (fp32 1e-4, fp16 1e-2, bf16 2e-2), else 1e-2."""
+    for named in (cfg.get("dtype"), (point or {}).get("dtype")):
+        if str(named) in TOLERANCE:
+            return TOLERANCE[str(named)]
+    return TOLERANCE.get(out_dtype, 1e-2)
 
 
 def _dtype_name(t) -> str:

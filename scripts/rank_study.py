@@ -337,14 +337,14 @@ def warm(name: str, cfgs: list[dict], point: dict, workers: int) -> list[str]:
     return errors
 
 
-def _check(kernel, cfg, inputs, ref) -> dict[str, Any]:
+def _check(kernel, cfg, inputs, ref, point) -> dict[str, Any]:
     """The output of one launch against the reference: validate's gate (occmodel.gpu.compare)."""
     import dataclasses
     import torch
     from occmodel import gpu
     out = kernel.launch(inputs, cfg)
     torch.cuda.synchronize()
-    return dataclasses.asdict(gpu.compare(out, ref, cfg))
+    return dataclasses.asdict(gpu.compare(out, ref, cfg, point))
 
 
 def measure_point(kernel, cfgs: list[dict], skip: list[str], point: dict, samples: int, l2: int, seed: int,
@@ -380,7 +380,7 @@ def measure_point(kernel, cfgs: list[dict], skip: list[str], point: dict, sample
         for i in order[g:g + group]:
             try:
                 if ref is not None:
-                    checks[i] = _check(kernel, full[i], fresh(), ref)
+                    checks[i] = _check(kernel, full[i], fresh(), ref, point)
                 benches[i] = gpu.Bench(lambda s, cfg=full[i]: kernel.launch(s, cfg), sets, flush_bytes=2 * l2)
                 benches[i].sample()                                  # re-warm after capture
             except Exception as exc:  # noqa: BLE001 - one config never stops the sweep

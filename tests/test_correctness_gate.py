@@ -22,3 +22,14 @@ def test_fp32_output_gets_the_fp32_tolerance_and_one_nan_fails():
     out[7] = float("nan")
     res = gpu.compare(out, ref, {})
     assert res.tolerance == 1e-4 and not res.ok and res.n_bad == 1
+
+
+def test_fp32_output_from_16_bit_inputs_gets_the_inputs_tolerance():
+    """An fp32 result computed from bf16 inputs (a launcher's point says dtype bf16: Mamba-2's chunk states)
+    carries bf16's error: judged at 2e-2, not fp32's 1e-4; a point in fp32 keeps 1e-4."""
+    ref = torch.linspace(-3, 3, 1000)
+    out = ref * (1 + 2e-3)                                  # 0.2 % off: bf16-sized, far over 1e-4
+    assert not gpu.compare(out, ref, {}).ok
+    ok = gpu.compare(out, ref, {}, {"dtype": "bf16"})
+    assert ok.ok and ok.tolerance == 2e-2
+    assert gpu.compare(out, ref, {}, {"dtype": "fp32"}).tolerance == 1e-4
