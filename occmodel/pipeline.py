@@ -195,13 +195,18 @@ class PipelineReport:
         """The loops at the main loop's outermost level that load (themselves or in loops nested in
         them), in program order -- a two-pass row kernel's pass 1 and pass 2, a pass whose loads sit
         in an inner loop (a per-channel loop around a loop over the row) counted as one -- and what a
-        later pass loads again from a kernel argument an earlier pass already loaded."""
+        later pass loads again from a kernel argument an earlier pass already loaded. A main loop
+        that holds a dot is one pass: its sibling loops that load the same operands are other tiles'
+        K loops (a Stream-K GEMM's data-parallel phase and its split phase), whose reuse the tile
+        order costs (occmodel.tile_order), not a second pass over the same row."""
         m = self.main
         if m is None:
             return Passes(0, 0, 0)
         top = self._top(m)
         passes = []
         for i, lp in enumerate(self.loops):
+            if m.has_dot and i != top:
+                continue
             if lp.parent == self.loops[top].parent:
                 tree = [t for t in self.loops if self._top(t) == i and t.loads]
                 if tree:

@@ -563,3 +563,26 @@ def test_short_rows_walked_by_the_loop_lower_the_dram_rate():
     lp = R._Loop(d=4096, t=4096, s=0, f=0, k=2)
     slow = R._Loop(d=4096, t=4096, s=0, f=0, k=2, dram_eff=half)
     assert R._steps(r, 2, slow)["dram"] == pytest.approx(R._steps(r, 2, lp)["dram"] / half)
+
+
+def test_a_gemm_with_two_phases_is_one_pass():
+    """examples/streamk_gemm.py at HYBRID=1 compiled for sm_90: its data-parallel tile loop and its Stream-K
+    loop each hold a K loop with a dot over A and B. They are other tiles' K loops, not a second pass
+    re-reading the first one's row (until session 13 the model charged a full DRAM re-read of A and B per
+    iteration: estimates 2-9x slow on round 15's HYBRID configs)."""
+    import importlib.util
+    from pathlib import Path
+
+    from occmodel import compile_kernel
+    from occmodel import pipeline as P
+    spec = importlib.util.spec_from_file_location("streamk", Path(__file__).parents[1] / "examples" / "streamk_gemm.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    cfg = {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64, "PROGRAMS_PER_SM": 1, "HYBRID": 1, "num_warps": 4, "num_stages": 3}
+    res = compile_kernel(mod._kernel, args=mod.example_args(cfg, mod.POINTS[0]), arch="sm_90", num_warps=4,
+                         num_stages=3, keep_ir=True)
+    rep = P.analyze(res)
+    dot_loops = [lp for lp in rep.loops if lp.has_dot and lp.loads]
+    assert len(dot_loops) == 2 and rep.main in dot_loops            # the two phases' K loops
+    passes = rep.passes()
+    assert passes.count == 1 and passes.again_bytes == 0
