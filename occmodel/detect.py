@@ -47,7 +47,7 @@ SM_ORDER = ("warp_size", "max_threads_per_block", "max_threads_per_sm", "max_blo
             "registers_per_block", "max_registers_per_thread", "register_allocation_unit",
             "warp_allocation_granularity", "shared_memory_per_sm", "shared_memory_per_block",
             "shared_memory_per_block_optin", "reserved_shared_memory_per_block", "shared_memory_allocation_unit",
-            "barriers_per_block_slot", "carveout_kb")
+            "barriers_per_block_slot", "carveout_kb", "alu_lanes_per_partition")
 
 
 def read_device_attributes(device: int = 0) -> dict[str, Any]:
@@ -123,7 +123,7 @@ def spec_yaml(info: Mapping[str, Any]) -> str:
            f"{info.get('driver_api_version', '?')});",
            f"# [T] from occmodel's shipped spec {table.name} (occmodel/specs/{table.name}.yaml, "
            f"{'the same compute capability' if exact else 'the nearest lower compute capability'}): allocation",
-           "# granularities, the register cap per thread, barrier slots, carveout steps, peak FLOP rates.",
+           "# granularities, the register cap per thread, barrier slots, carveout steps, integer ALU lanes, peak FLOP rates.",
            "# A device value that differs from the shipped spec says so in its comment.",
            "", f"name: {arch}", f"arch: {arch}", f"compute_capability: [{cc[0]}, {cc[1]}]",
            f"description: {_scalar(f'{name} (detected)')}", "", "sm:"]
