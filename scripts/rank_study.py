@@ -225,6 +225,19 @@ SWEEPS: dict[str, dict[str, Any]] = {
     # BLOCK_M 4 left out (in the chunk loop 4 x 4096 spills 20-292 words on 4-16 warps, 4 x 2048 20-42 on 4); 6 of 162 compiles keep 2-18 words (BLOCK_M 2 on 4 warps); num_stages 1 only (LOOP_STAGES pipelines)
     "dropout_add_layernorm": {"file": "examples/dropout_add_layernorm.py", "role": "held-out-15",
                  "axes": {"BLOCK_M": [1, 2], "BLOCK_N": [1024, 2048, 4096], "LOOP_STAGES": [1, 2, 3], "num_warps": [4, 8, 16], "num_stages": [1]}},
+    # round 16 (held out; the helpers' sweeps, every config compiled for sm_90 with triton 3.6.0 first)
+    # BLOCK_N 128 left out (64 x 128 spills 14-22 words on 4 warps, 145 KiB; to stay <= 48), BLOCK_M 32 (between 16 and 64); 10 of 144 compiles spill: BLOCK_M 128 on 4 warps 4-114 words, 16 x 64 on 8 warps / 2 stages 2
+    "paged_prefill_attn": {"file": "examples/paged_prefill_attn.py", "role": "held-out-16",
+                 "axes": {"BLOCK_M": [16, 64, 128], "BLOCK_N": [32, 64], "PACK_GQA": [0, 1], "num_warps": [4, 8], "num_stages": [2, 3]}},
+    # BLOCK_Q 32 / BLOCK_P 16 / 2 warps left out (fp32 steps of > 32 samples a warp spill: 4 corners x D 32 in registers); num_stages 1 only (nothing pipelined, 2 compiles the same); 2 of 162 compiles keep 2 words local
+    "deform_attn": {"file": "examples/deform_attn.py", "role": "held-out-16",
+                 "axes": {"BLOCK_Q": [4, 8, 16], "BLOCK_P": [2, 4, 8], "HEADS_FASTEST": [0, 1], "num_warps": [4, 8, 16], "num_stages": [1]}},
+    # num_stages held at 1 (no tl.dot: triton 3.6 gives the same cubins at 1-4; LOOP_STAGES pipelines), 16 warps, BLOCK 2048, BLOCK_T 8 left out (to stay <= 72); 3 scatter compiles (Qwen point, 4 warps) keep 2 words local
+    "moe_align": {"file": "examples/moe_align.py", "role": "held-out-16",
+                 "axes": {"BLOCK_T": [32, 128, 512], "BLOCK": [256, 512, 1024], "LOOP_STAGES": [1, 2, 3], "num_warps": [4, 8], "num_stages": [1]}},
+    # BLOCK_V 8192 left out (on 4 warps 64 elements a thread a tensor: 229-255 registers, 4-52 words spilled); num_stages 1 only (LOOP_STAGES pipelines; no dot, the launch's stages change nothing); 4 of 162 compiles (fp32 point, BLOCK_V 4096, LOOP_STAGES 2) keep 2-4 words in local memory
+    "jsd_loss": {"file": "examples/jsd_loss.py", "role": "held-out-16",
+                 "axes": {"BLOCK_V": [1024, 2048, 4096], "GRAD_FIXUP": [0, 1], "LOOP_STAGES": [1, 2, 3], "num_warps": [4, 8, 16], "num_stages": [1]}},
     "decode_attention": {"card": "decode_attention", "role": "development",
                          "axes": {"BLOCK_T": [16, 32, 64], "BLOCK_H": [16, 32], "num_warps": [2, 4, 8],
                                   "num_stages": [1, 2, 3, 4]},
