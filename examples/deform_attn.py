@@ -214,7 +214,8 @@ def ms_deform_attn(value, spatial_shapes, level_start_index, sampling_locations,
     if tuple(spatial_shapes.shape) != (L, 2) or tuple(level_start_index.shape) != (L,):
         raise ValueError(f"spatial_shapes must be [L, 2] and level_start_index [L] with L={L}; got "
                          f"{tuple(spatial_shapes.shape)}, {tuple(level_start_index.shape)}")
-    if int((spatial_shapes[:, 0] * spatial_shapes[:, 1]).sum()) != S_v:
+    # checked where it costs no device sync (a CUDA graph capture forbids one): spatial_shapes on the CPU
+    if spatial_shapes.device.type == "cpu" and int((spatial_shapes[:, 0] * spatial_shapes[:, 1]).sum()) != S_v:
         raise ValueError(f"the levels' H_l W_l sum to {int((spatial_shapes[:, 0] * spatial_shapes[:, 1]).sum())}"
                          f", not S_v={S_v}")
     cfg = {"BLOCK_Q": BLOCK_Q, "BLOCK_P": BLOCK_P, "HEADS_FASTEST": HEADS_FASTEST}
