@@ -694,6 +694,8 @@ MEASURED = [
     ("reports/h200/rank_study_round14_h200.json", None, None),
     ("reports/h200/rank_study_round15_h200.json", {"dropout_add_layernorm", "block_sparse_attn", "streamk_gemm"}, None),
     ("reports/h200/rank_study_round15b_h200.json", None, None),
+    ("reports/h200/rank_study_round16_h200.json", {"jsd_loss", "paged_prefill_attn", "moe_align"}, None),
+    ("reports/h200/rank_study_round16b_h200.json", None, None),
 ]
 
 
