@@ -92,14 +92,13 @@ class BareKernel(KernelCard):
         cfg = super().resolve(overrides, base)
         given = set(self.baseline if base is None else base) | set(overrides or {})
         derived = [n for n in self.from_example if n not in given]
-        source = self.args_fn or (self.launcher.example_args if self.launcher is not None else None)
-        if not derived or source is None or self.fixed_signature is not None:
+        if not derived:
             return cfg
         try:
-            values = _as_mapping(self.fn, _call(source, cfg, self.default_points), "the example arguments")
+            values = self._example_values(cfg, self.default_points[0] if self.default_points else {})
         except (KernelError, ConfigError):
             return cfg                   # compiling says why, as for any config whose example fails
-        for n in derived:
+        for n in (derived if values is not None else ()):
             if values.get(n) is not None:
                 cfg[n] = self.param(n).check(values[n])
         return cfg
