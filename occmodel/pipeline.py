@@ -228,7 +228,8 @@ class PipelineReport:
         streams = [max(tree, key=lambda lp: (sum(ld.slot_bytes for ld in lp.loads), lp.depth)) for tree in passes]
         return Passes(len(passes), sum(first[r] for r in again), sum(again.values()),
                       tuple(sum(ld.thread_bytes for ld in lp.loads) if all(ld.thread_bytes for ld in lp.loads) else 0.0
-                            for lp in streams))
+                            for lp in streams),
+                      tuple(max(lp.exchange_elements for lp in tree) for tree in passes))
 
     def _top(self, lp: LoopInfo) -> int:
         """Index of the outermost loop `lp` sits in (itself when it is outermost)."""
@@ -249,6 +250,7 @@ class Passes:
     again_bytes: int
     thread_bytes: tuple[float, ...] = ()   # per loop: bytes one thread loads per iteration (0: a load is
                                            # pipelined or its layout unknown)
+    exchange_elements: tuple[float, ...] = ()   # per loop: its widest cross-warp reduction (LoopInfo's sense)
 
 
 class _Locations:

@@ -72,7 +72,8 @@ statistic, pass 2 reads x again to write y; pipeline.PipelineReport.passes) re-r
 it read in pass 1 -- unless the bytes all resident CTAs stream between the two reads outgrow the
 L2: d gains reread_miss(SMs x c x F, L2) x R / n per iteration (F: the bytes of the re-read
 arguments one CTA's first pass loads; R: what its later passes load again), which bytes_moved
-(each tensor once) leaves out.
+(each tensor once) leaves out. Each pass's iterations issue its own loop's instructions: terms (f)
+and (g) take the mean over the passes of their SASS loops (pass_issue), not the main loop's alone.
 
 Operand strips read again in a later wave (tile order): the compiled kernel's program-id arithmetic,
 evaluated for every CTA (occmodel.tile_order), says which strip of each main-loop operand a CTA
@@ -487,6 +488,32 @@ def hoisting(result: Any, passes: Any) -> float:
     return sum(waits) / len(waits)
 
 
+def pass_issue(loops: Sequence[Any], passes: Any, threads: int, alu_cycles: float = 1.0) -> tuple[float, float] | None:
+    """(issue slots, exchange cycles) per warp per source iteration of a kernel whose main loop is one
+    of several passes over its data (pipeline.Passes: a row kernel's max pass, sum pass and output
+    pass): the mean over the passes of each pass's SASS loop per iteration (its trip over its unroll
+    u = the trip's load bytes per thread over one iteration's; 1 when pipelined or unknown) -- the
+    passes share the declared iterations equally (loop_iterations counts every pass). The passes pair
+    in order with the innermost SASS loops that load (LDG or LDGSTS); None when there is one pass or
+    the counts differ. Found on jsd_loss (round 16): costing every iteration at the main loop's rate
+    made the estimate's #1 -- the one config whose main loop was its cheapest pass, unrolled 4x --
+    1.36x slower than the best, measured."""
+    from . import sass as S
+    if passes is None or passes.count < 2:
+        return None
+    walks = sorted((lp for lp in loops if lp.inner and (lp.global_loads or lp.async_copies)), key=lambda lp: lp.start)
+    if len(walks) != passes.count:
+        return None
+    per = passes.thread_bytes if len(passes.thread_bytes) == len(walks) else (0.0,) * len(walks)
+    elements = passes.exchange_elements if len(passes.exchange_elements) == len(walks) else (0.0,) * len(walks)
+    issue = cycles = 0.0
+    for lp, b, e in zip(walks, per, elements):
+        u = max(1, round(lp.global_load_bytes / b)) if b and lp.global_load_bytes and not lp.async_copies else 1
+        issue += S.issue_slots(lp, alu_cycles) / u
+        cycles += _exchange_cycles(lp, e) / u
+    return issue / len(walks), cycles / len(walks)
+
+
 def load_batches(plain_bytes: int, threads: int, regs: int | None) -> float:
     """Latency round trips of one unpipelined iteration: a thread can hold no more loaded words than it
     has registers, so an iteration whose register loads (the main loop's plain tt.loads) bring W words
@@ -519,6 +546,9 @@ def _sass_loop(result: Any, threads: int, rep: Any, trips: Sequence[float | None
     u = S.unroll(loop, threads, per_iter) if not (rep is not None and rep.ahead) else 1
     issue, barriers = S.issue_slots(loop, alu_cycles) / u, float(loop.barriers)
     cycles = _exchange_cycles(loop, main.exchange_elements if main is not None else 0.0) / u
+    walks = pass_issue(loops, rep.passes() if rep is not None else None, threads, alu_cycles)
+    if walks is not None and not S.nested(loops, loop):
+        issue, cycles = walks
     parts = []
     if share[0] and outer is not None and main is not None and main.parent >= 0:
         parts.append((share[0], S.own(outer, loops), rep.loops[main.parent].exchange_elements, True))

@@ -316,7 +316,8 @@ def test_two_passes_over_one_argument_are_found_through_reused_names():
     # pass 1's load still traces to X; every load of x is 128 x 2 B = 256 B, 4 elements x 2 B per thread
     assert [[(ld.root, ld.slot_bytes, ld.thread_bytes) for ld in lp.loads] for lp in rep.loops] == [
         [("X", 256, 8.0)], [("X", 256, 8.0)]]
-    assert rep.passes() == P.Passes(count=2, first_bytes=256, again_bytes=256, thread_bytes=(8.0, 8.0))
+    assert rep.passes() == P.Passes(count=2, first_bytes=256, again_bytes=256, thread_bytes=(8.0, 8.0),
+                                  exchange_elements=(0.0, 0.0))
 
 
 def test_reread_miss_is_linear_between_the_two_thresholds_of_the_l2():
@@ -410,7 +411,8 @@ def test_a_pass_whose_loads_sit_in_an_inner_loop_is_one_pass():
     rep = P.parse_ttgir(nested.replace("%n_cols: i32)", "%n_cols: i32, %w_ptr: !tt.ptr<f16>)"))
     assert [(lp.depth, lp.parent, len(lp.loads)) for lp in rep.loops] == [(0, -1, 1), (0, -1, 1), (1, 1, 1)]
     assert rep.loops[1].loads[0].root == "w_ptr" and rep.main is not rep.loops[1]
-    assert rep.passes() == P.Passes(count=2, first_bytes=256, again_bytes=256, thread_bytes=(8.0, 8.0))
+    assert rep.passes() == P.Passes(count=2, first_bytes=256, again_bytes=256, thread_bytes=(8.0, 8.0),
+                                  exchange_elements=(0.0, 0.0))
 
 
 def test_a_pass_that_loads_back_what_an_earlier_pass_stored_is_a_reread():
@@ -428,7 +430,8 @@ def test_a_pass_that_loads_back_what_an_earlier_pass_stored_is_a_reread():
     rep = P.parse_ttgir(stored)
     assert rep.loops[0].stores == (("R", 256),)
     assert [[ld.root for ld in lp.loads] for lp in rep.loops] == [["X"], ["R"]]
-    assert rep.passes() == P.Passes(count=2, first_bytes=256, again_bytes=256, thread_bytes=(8.0, 8.0))
+    assert rep.passes() == P.Passes(count=2, first_bytes=256, again_bytes=256, thread_bytes=(8.0, 8.0),
+                                  exchange_elements=(0.0, 0.0))
 
 
 # A kernel whose 4-step source loop was a tl.static_range: no backward branch, two runs of loads (the
