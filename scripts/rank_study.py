@@ -238,6 +238,19 @@ SWEEPS: dict[str, dict[str, Any]] = {
     # BLOCK_V 8192 left out (on 4 warps 64 elements a thread a tensor: 229-255 registers, 4-52 words spilled); num_stages 1 only (LOOP_STAGES pipelines; no dot, the launch's stages change nothing); 4 of 162 compiles (fp32 point, BLOCK_V 4096, LOOP_STAGES 2) keep 2-4 words in local memory
     "jsd_loss": {"file": "examples/jsd_loss.py", "role": "held-out-16",
                  "axes": {"BLOCK_V": [1024, 2048, 4096], "GRAD_FIXUP": [0, 1], "LOOP_STAGES": [1, 2, 3], "num_warps": [4, 8, 16], "num_stages": [1]}},
+    # round 17 (held out; the helpers' sweeps, every config compiled for sm_90 with triton 3.6.0 first)
+    # 8 warps left out (a 16-64-row state over 256 threads: more cross-warp reduction a step), BLOCK_V 128 (2-4x fewer CTAs on the 16-walk points), BLOCK_K 128 (spills on 1-2 warps); num_stages 1 only (LOOP_STAGES pipelines the walk); 5 of 162 compiles keep 2-8 bytes local
+    "fused_recurrent_gla": {"file": "examples/fused_recurrent_gla.py", "role": "held-out-17",
+                 "axes": {"BLOCK_K": [16, 32, 64], "BLOCK_V": [32, 64], "LOOP_STAGES": [1, 2, 3], "num_warps": [1, 2, 4], "num_stages": [1]}},
+    # 64 x 128 tiles left out (on 4 warps the NCHW short-row path spills 164 words: a 64-bit address per element), BLOCK_C 32 / BLOCK_R 128 (to stay <= 48); num_stages 1 only (no tl.dot: LOOP_STAGES pipelines)
+    "channel_stats": {"file": "examples/channel_stats.py", "role": "held-out-17",
+                 "axes": {"BLOCK_C": [16, 64], "BLOCK_R": [32, 64], "CTAS_PER_SM": [2, 4, 8], "LOOP_STAGES": [1, 3], "num_warps": [4, 8], "num_stages": [1]}},
+    # BLOCK_N 64 / 256 left out (256 spills on 4 warps, 64 halves X's reuse), BLOCK_K 32 (the stages cover latency), SPLIT_K 8 (workspace traffic)
+    "wgrad_gemm": {"file": "examples/wgrad_gemm.py", "role": "held-out-17",
+                 "axes": {"BLOCK_M": [64, 128], "BLOCK_N": [128], "BLOCK_K": [64], "GROUP_M": [1, 8], "SPLIT_K": [1, 2, 4], "num_warps": [4, 8], "num_stages": [3, 4]}},
+    # 2 warps left out (tiles of >= 64 elements a thread spill at the 3 x 3 max point); num_stages 1 only (the window is unrolled: the same cubin); 4 x 16 x 128 on 4 warps spills 14 bytes at point 1
+    "pool2d_nhwc": {"file": "examples/pool2d_nhwc.py", "role": "held-out-17",
+                 "axes": {"BLOCK_OH": [1, 2, 4], "BLOCK_OW": [4, 8, 16], "BLOCK_C": [32, 64, 128], "num_warps": [4, 8], "num_stages": [1]}},
     "decode_attention": {"card": "decode_attention", "role": "development",
                          "axes": {"BLOCK_T": [16, 32, 64], "BLOCK_H": [16, 32], "num_warps": [2, 4, 8],
                                   "num_stages": [1, 2, 3, 4]},
