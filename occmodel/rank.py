@@ -27,7 +27,11 @@ and one iteration of the c co-resident CTAs takes about the slowest of (all time
                                                    and the rest of them in its next ones (short_rows)
                   c x t / (BW_L2 / SMs),       (c) of L2 bandwidth
                   c x s / SMEM_sm,             (d) of shared-memory bandwidth (128 B/clk/SM)
-                  c x f / P_sm,                (e) of the tensor cores (P_sm = P / SMs)
+                  c x f / P_sm,                (e) of the tensor cores (P_sm = P / SMs); at least one
+                                                   CTA's chain f / P_sm + w x WGMMA_WAIT_CYCLES / clock
+                                                   when its warpgroups wait w times an iteration for
+                                                   every wgmma in flight to complete (ptxas's
+                                                   serialized wgmma: a wait after each one)
                   i x max(c x W / 4, D) / clock,
                                                (f) instruction issue: W warps per CTA each issue i
                                                    slots per iteration (the SASS loop's instructions,
@@ -158,6 +162,14 @@ LATENCY_LOAD_BYTES = 16 * 1024
 # iteration: charged 9.5 cycles, its decode point went 0.62 -> 0.37 and its estimates 2.3-2.7x too slow)
 # and byte LOADS (w8a16_gemm's mma.sync operand reads, LDS.S8): both ran at about the 1-cycle rate.)
 EXCHANGE_CYCLES_PER_OP = 9.5
+# A warpgroup that waits for every wgmma in flight to complete (WARPGROUP.DEPBAR.LE gsb0, 0x0) before
+# it goes on is exposed to one wgmma's latency beyond its execution: term (e)'s chain. ptxas serializes
+# wgmma (a wait after every one) in some configs -- found on wgrad_gemm (round 17: split-K on 8 warps,
+# 1.6-1.9x slower than its unserialized 4-warp twin, measured) and present, unmodelled until then, in 13
+# development kernels (splitk_gemm's 8-warp configs ran 1.3-1.5x slower than estimated). Session 14,
+# fitted on the 75 development cases of the kernels that use wgmma: mean Spearman 0.863 (no chain), 0.868
+# (100 cycles), 0.870 (160), 0.866 (250); wgrad_gemm 0.62 / 0.74 / 0.64 -> 0.84 / 0.82 / 0.80.
+WGMMA_WAIT_CYCLES = 160
 # Work outside the main loop (session 12, development: 156 cases). A loop around the main loop (a
 # per-segment loop: its offsets, its cross-warp sum, its store) costs its own issue slots and exchange
 # per trip, shared over the main-loop iterations (loop_nest); the kernel body outside every loop (the
@@ -275,6 +287,7 @@ class Resources:
     strips: Any = None       # tile_order.Strips: which operand strip each CTA streams (None: not traced)
     dram_eff: float = 1.0    # share of DRAM bandwidth the main loop's row lengths reach (short_rows)
     atomic_requests: float = 0.0  # line requests the busiest line of the launch's global atomics receives
+    mma_waits: float = 0.0   # waits for every wgmma in flight to complete, per iteration (sass.SassLoop.mma_waits)
 
 
 @dataclass(frozen=True)
@@ -373,6 +386,7 @@ def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any
     u, issue, barriers, exchange = _sass_loop(getattr(ev, "result", None), threads, rep,
                                               *loop_nest(kernel, cfg, point, ev, rep, its), alu_cycles=alu_cycles)
     plain = sum(ld.slot_bytes for ld in rep.main.loads if not ld.pipelined) if rep is not None and rep.main else 0
+    waits = mma_waits(getattr(ev, "result", None)) / max(1, u)
     passes = rep.passes() if rep is not None else None
     flat = unrolled_body(getattr(ev, "result", None), kernel.loop_iterations(cfg, point) or 1, ev.regs, alu_cycles) \
         if not issue else None
@@ -388,7 +402,7 @@ def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any
                      passes.again_bytes if passes else 0, hoist, strips,
                      short_rows(rep.main.loads if rep is not None and rep.main else (),
                                 strips.distinct_bytes() if strips is not None else None),
-                     atomic_requests(kernel, cfg, point, ev))
+                     atomic_requests(kernel, cfg, point, ev), waits)
 
 
 def short_rows(loads: Sequence[Any], dram_bytes: Mapping[str, float] | None = None) -> float:
@@ -486,6 +500,14 @@ def hoisting(result: Any, passes: Any) -> float:
         return 1.0
     waits = [min(1.0, lp.load_waves * b / lp.global_load_bytes) for lp, b in zip(loops, passes.thread_bytes)]
     return sum(waits) / len(waits)
+
+
+def mma_waits(result: Any) -> int:
+    """Waits per trip of the compiled main loop for every warpgroup MMA in flight to complete (0 without
+    SASS or wgmma): see term (e)'s chain."""
+    from . import sass as S
+    loop = S.main_loop(S.sass_loops(getattr(result, "sass", None) or ""))
+    return loop.mma_waits if loop is not None else 0
 
 
 def pass_issue(loops: Sequence[Any], passes: Any, threads: int, alu_cycles: float = 1.0) -> tuple[float, float] | None:
@@ -659,6 +681,7 @@ class _Loop:
     issue: float = 0.0 # issue slots per warp per iteration
     exchange: float = 0.0  # shared-pipe cycles per warp per iteration of a cross-warp exchange (term (g))
     dram_eff: float = 1.0  # share of DRAM bandwidth reached (short_rows)
+    waits: float = 0.0     # waits for every wgmma in flight to complete per iteration (term (e)'s chain)
 
 
 def in_flight(c: int, lp: _Loop) -> float:
@@ -690,13 +713,14 @@ def _steps(r: _Rates, c: int, lp: _Loop, lat: float | None = None) -> dict[str, 
     L (a secondary kernel reading what was just written waits the L2 latency)."""
     per = r.sms
     L = r.latency() if lat is None else lat
-    own = lp.s / (r.smem / per) + lp.f / (r.peak / per)
+    chain = lp.f / (r.peak / per) + lp.waits * WGMMA_WAIT_CYCLES / r.clock
+    own = lp.s / (r.smem / per) + chain
     warps = c * lp.warps
     issue = lp.issue * max(warps / 4, DEPENDENT_ISSUE_CYCLES) / r.clock if warps and lp.issue else 0.0
     serial = lp.issue * DEPENDENT_ISSUE_CYCLES / r.clock if lp.warps else 0.0
     return {"latency": L / lp.k if lp.k >= 1 else lp.batches * lp.hoist * L + own + serial,
             "dram": c * lp.d / (r.bw / per) / lp.dram_eff,
-            "l2": c * lp.t / (r.l2 / per), "shared": c * lp.s / (r.smem / per), "tensor": c * lp.f / (r.peak / per),
+            "l2": c * lp.t / (r.l2 / per), "shared": c * lp.s / (r.smem / per), "tensor": max(c * lp.f / (r.peak / per), chain if lp.waits else 0.0),
             "issue": issue, "exchange": warps * lp.exchange / r.clock}
 
 
@@ -792,7 +816,7 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
                         latency_s=inf, step_s=inf, waves_s=inf, tail_s=inf,
                         secondary_s=0.0, spill_s=0.0, total_s=inf, bound="does not fit", **common)
     lp = _Loop(d, t, s, f, k, max(1, res.unroll), res.threads // 32, res.batches, res.hoist, res.issue_per_iter,
-               res.exchange_cycles, res.dram_eff)
+               res.exchange_cycles, res.dram_eff, res.mma_waits)
     main = _kernel(r, grid, B, n, lp) if ragged is None else _ragged(r, ragged, B, lp)
     second = sum(_kernel(r, x.grid, x.blocks_per_sm, x.iterations,
                          _Loop(float(x.dram_bytes), float(x.tile_bytes), 0.0, 0.0, min(x.ahead, x.iterations)),

@@ -45,6 +45,9 @@ class SassLoop:
                                 # memory a byte at a time -- an 8-bit operand transposed for the tensor
                                 # cores -- bank-conflicted, see rank's term (g)
     alu: int = 0                # integer / logic ops of the ALU pipe per trip (ISETP, LOP3, SEL, IADD3, ...)
+    mma_waits: int = 0          # waits for every warpgroup MMA in flight to complete (WARPGROUP.DEPBAR.LE
+                                # gsb0, 0x0): each exposes one wgmma's latency to the warpgroup; ptxas's
+                                # serialized wgmma waits after every one
 
 
 def _ldg_bytes(op: str) -> int:
@@ -90,6 +93,7 @@ def straight_line(sass: str) -> SassLoop | None:
 def _span(insts: list[tuple[int, str, str]], start: int, end: int, inner: bool) -> SassLoop:
     """The counts of the instructions from address `start` to `end` (NOPs left out)."""
     body = [op for a, op, _ in insts if start <= a <= end and not op.startswith("NOP")]
+    body_args = [args for a, op, args in insts if start <= a <= end and not op.startswith("NOP")]
     ldg = [op for op in body if _is_global_load(op)]
     return SassLoop(start, end, len(body), sum(_ldg_bytes(op) for op in ldg), len(ldg),
                     sum(op.startswith("MUFU") for op in body),
@@ -98,7 +102,9 @@ def _span(insts: list[tuple[int, str, str]], start: int, end: int, inner: bool) 
                     sum(op.startswith(("LDGSTS", "UTMALDG")) for op in body), inner,
                     sum(op.startswith("BAR.SYNC") or op == "BAR" for op in body),
                     sum(_is_shared_op(op) for op in body), _load_waves(body),
-                    sum(op.startswith(("STS.U8", "STS.S8")) for op in body), sum(op.split(".")[0] in ALU_OPS for op in body))
+                    sum(op.startswith(("STS.U8", "STS.S8")) for op in body), sum(op.split(".")[0] in ALU_OPS for op in body),
+                    sum(op.startswith("WARPGROUP.DEPBAR") and args.replace(" ", "").endswith("gsb0,0x0")
+                        for op, args in zip(body, body_args)))
 
 
 def _load_waves(ops: list[str]) -> int:
@@ -176,7 +182,7 @@ def own(outer: SassLoop, loops: list[SassLoop]) -> SassLoop:
 
 
 _COUNTS = ("instructions", "global_load_bytes", "global_loads", "mufu", "mma", "async_copies", "barriers",
-           "shared_ops", "load_waves", "narrow_stores", "alu")
+           "shared_ops", "load_waves", "narrow_stores", "alu", "mma_waits")
 
 
 def with_trips(outer: SassLoop, inner: list[tuple[SassLoop, float]]) -> SassLoop:

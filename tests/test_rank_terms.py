@@ -589,3 +589,70 @@ def test_a_gemm_with_two_phases_is_one_pass():
     assert len(dot_loops) == 2 and rep.main in dot_loops            # the two phases' K loops
     passes = rep.passes()
     assert passes.count == 1 and passes.again_bytes == 0
+
+
+# A K loop's wgmma chain as ptxas serializes it: every HGMMA waited for (gsb0, 0x0) before the next.
+SERIALIZED = """
+        /*0000*/                   S2R R0, SR_TID.X ;
+        /*0010*/                   DEPBAR.LE SB0, 0x4 ;
+        /*0020*/                   WARPGROUP.ARRIVE ;
+        /*0030*/                   HGMMA.64x128x16.F32.BF16 R24, gdesc[UR8].tnspA.tnspB, R24, gsb0 ;
+        /*0040*/                   WARPGROUP.DEPBAR.LE gsb0, 0x0 ;
+        /*0050*/                   WARPGROUP.ARRIVE ;
+        /*0060*/                   HGMMA.64x128x16.F32.BF16 R24, gdesc[UR12].tnspA.tnspB, R24, gsb0 ;
+        /*0070*/                   WARPGROUP.DEPBAR.LE gsb0, 0x0 ;
+        /*0080*/                   LDGSTS.E.BYPASS.128 [R23], desc[UR18][R12.64], P2 ;
+        /*0090*/              @!P0 BRA 0x10 ;
+        /*00a0*/                   EXIT ;
+"""
+# The usual chain: both issued, one group left in flight (gsb0, 0x1) across the iteration.
+PIPELINED = SERIALIZED.replace("""        /*0040*/                   WARPGROUP.DEPBAR.LE gsb0, 0x0 ;
+        /*0050*/                   WARPGROUP.ARRIVE ;
+""", "").replace("WARPGROUP.DEPBAR.LE gsb0, 0x0", "WARPGROUP.DEPBAR.LE gsb0, 0x1")
+
+
+def test_serialized_wgmma_counts_its_waits():
+    (ser,) = S.sass_loops(SERIALIZED)
+    (pip,) = S.sass_loops(PIPELINED)
+    assert (ser.mma, ser.mma_waits) == (2, 2)
+    assert (pip.mma, pip.mma_waits) == (2, 0)
+
+
+def test_a_serialized_chain_floors_the_tensor_term():
+    r = R._Rates(sms=132, bw=4.8e12, l2=10e12, smem=132 * 128 * 1.8e9, peak=989e12, lat=700e-9,
+                 l2_lat=300e-9, clock=1.8e9)
+    f = 2 * 128 * 128 * 64                                   # one 128 x 128 x 64 tile step
+    per_cta = f / (989e12 / 132)                             # 0.28 us at the SM's tensor rate
+    one = R._Loop(d=0.0, t=0.0, s=0.0, f=f, k=3, warps=8)
+    ser = R._Loop(d=0.0, t=0.0, s=0.0, f=f, k=3, warps=8, waits=4.0)
+    # two CTAs share the tensor cores: 2 x 0.28 us; the serialized chain of one CTA is 0.28 us plus
+    # 4 waits x 160 cycles -- 0.64 us, longer than both CTAs' share
+    assert R._steps(r, 2, one)["tensor"] == pytest.approx(2 * per_cta)
+    assert R._steps(r, 2, ser)["tensor"] == pytest.approx(per_cta + 4 * R.WGMMA_WAIT_CYCLES / 1.8e9)
+    # with four CTAs the shared rate binds again
+    assert R._steps(r, 4, ser)["tensor"] == pytest.approx(4 * per_cta)
+
+
+def test_the_wgrad_gemm_loop_serialized_or_not():
+    """examples/wgrad_gemm.py compiled for sm_90: 4 warps keep one wgmma group in flight across the K loop
+    (no full waits: no chain cost); 8 warps with SPLIT_K 2 were serialized by triton 3.6.0's ptxas (a wait
+    after every HGMMA: 1.8x slower on the H200, round 17) -- triton 3.9's compile is not."""
+    import importlib.util
+    from pathlib import Path
+
+    import triton
+
+    from occmodel import compile_kernel
+    spec = importlib.util.spec_from_file_location("wgrad", Path(__file__).parents[1] / "examples" / "wgrad_gemm.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    loops = {}
+    for warps in (4, 8):
+        cfg = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "SPLIT_K": 2, "num_warps": warps, "num_stages": 4}
+        res = compile_kernel(mod._kernel, args=mod.example_args(cfg, mod.POINTS[0]), arch="sm_90", num_warps=warps,
+                             num_stages=4, keep_ir=True)
+        assert res.ok, res.message
+        loops[warps] = S.main_loop(S.sass_loops(res.sass))
+    assert loops[4].mma == 8 and loops[4].mma_waits == 0            # 2 x m64 rows x 4 k16 steps, pipelined
+    assert loops[8].mma == 4                                        # each warpgroup its 64 rows
+    assert loops[8].mma_waits == (4 if triton.__version__.startswith("3.6") else 0)
