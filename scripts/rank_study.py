@@ -251,6 +251,19 @@ SWEEPS: dict[str, dict[str, Any]] = {
     # 2 warps left out (tiles of >= 64 elements a thread spill at the 3 x 3 max point); num_stages 1 only (the window is unrolled: the same cubin); 4 x 16 x 128 on 4 warps spills 14 bytes at point 1
     "pool2d_nhwc": {"file": "examples/pool2d_nhwc.py", "role": "held-out-17",
                  "axes": {"BLOCK_OH": [1, 2, 4], "BLOCK_OW": [4, 8, 16], "BLOCK_C": [32, 64, 128], "num_warps": [4, 8], "num_stages": [1]}},
+    # round 18 (held out; the helpers' sweeps, every config compiled for sm_90 with triton 3.6.0 first)
+    # 4 warps left out (BLOCK 32768 spills 76-860 bytes on 128 threads), BLOCK 2048 (ROWS 1 at D >= 4096: repeats); num_stages 1 only (no loop: the same cubin); BLOCK 32768 / 32 warps / DOT_H 32-64 keep 4-12 bytes local; at D 16384 BLOCK 4096-16384 are all one row a CTA (ties)
+    "hadamard_transform": {"file": "examples/hadamard_transform.py", "role": "held-out-18",
+                 "axes": {"BLOCK": [4096, 8192, 16384, 32768], "DOT_H": [0, 16, 32, 64], "num_warps": [8, 16, 32], "num_stages": [1]}},
+    # LOOP_STAGES 3 left out (to stay <= 72: 81 configs), BLOCK_V 8192 (4 pivots spill 2-4 bytes on 4 / 8 warps, 255 registers on 4); num_stages 1 only (no dot: LOOP_STAGES pipelines the walks); 2 of 54 (4096 / 4 pivots / 1 stage / 4 warps, 4096 / 4 / 2 / 16) keep 4 bytes local
+    "top_p_renorm": {"file": "examples/top_p_renorm.py", "role": "held-out-18",
+                 "axes": {"BLOCK_V": [1024, 2048, 4096], "PIVOTS": [1, 2, 4], "LOOP_STAGES": [1, 2], "num_warps": [4, 8, 16], "num_stages": [1]}},
+    # num_stages > 1 left out (the same PTX as 1: no load is pipelined), COARSE 32 / 128 (between 16, 64, 256)
+    "searchsorted": {"file": "examples/searchsorted.py", "role": "held-out-18",
+                 "axes": {"BLOCK": [256, 512, 1024, 2048], "COARSE": [0, 16, 64, 256], "num_warps": [2, 4, 8], "num_stages": [1]}},
+    # BLOCK_N 256 left out (the FMA path spills 20-818 bytes at BLOCK_M >= 32 on 4 warps and at 64 rows on 8), BLOCK_M 128 (segments of ~4-16 tokens at two points); FMA 64 x 128 on 4 warps spills 188 bytes, two 16-row dot configs 2 bytes at point 3
+    "lora_expand": {"file": "examples/lora_expand.py", "role": "held-out-18",
+                 "axes": {"BLOCK_M": [16, 32, 64], "BLOCK_N": [64, 128], "USE_DOT": [0, 1], "num_warps": [4, 8], "num_stages": [2, 3]}},
     "decode_attention": {"card": "decode_attention", "role": "development",
                          "axes": {"BLOCK_T": [16, 32, 64], "BLOCK_H": [16, 32], "num_warps": [2, 4, 8],
                                   "num_stages": [1, 2, 3, 4]},
