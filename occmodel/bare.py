@@ -65,6 +65,7 @@ class BareKernel(KernelCard):
     fixed_signature: dict[str, str] | None = None    # from `signature`
     from_example: tuple[str, ...] = ()               # constexprs whose value came from the example arguments
     example_error: str | None = None                 # why the example arguments gave no constexpr values
+    launcher_knobs: tuple[str, ...] = ()             # tunables of the launcher that are not constexprs of the kernel
     args_fn: Callable[..., Any] | None = None        # from `args`
     launcher: Launcher | None = None
     _specs: dict = field(default_factory=dict, repr=False)
@@ -85,17 +86,22 @@ class BareKernel(KernelCard):
 
     def resolve(self, overrides: Mapping[str, Any] | None = None, base: Mapping[str, Any] | None = None) -> Config:
         """As a card resolves a config, but a constexpr taken from the example arguments (from_example)
-        that neither `base` nor `overrides` sets is read again from the example arguments of this
-        config: a launcher that derives it from a tunable (ONE_TILE = N <= BLOCK_N, EVEN_K = K %
-        BLOCK_K == 0, NUM_STAGES = num_stages) launches each config with its own value, not the
-        baseline's."""
+        that `overrides` does not set, and `base` holds only as derived (its value is what the example
+        arguments give for `base` itself), is read again from the example arguments of this config: a
+        launcher that derives it from a tunable (ONE_TILE = N <= BLOCK_N, EVEN_K = K % BLOCK_K == 0,
+        NUM_STAGES = num_stages, ROWS = BLOCK // D) launches each config with its own value, not the
+        baseline's -- in a sweep on a resolved baseline (occmodel.configs) too."""
         cfg = super().resolve(overrides, base)
-        given = set(self.baseline if base is None else base) | set(overrides or {})
-        derived = [n for n in self.from_example if n not in given]
+        derived = [n for n in self.from_example if n not in (overrides or {}) and n not in self.baseline]
         if not derived:
             return cfg
+        point = self.default_points[0] if self.default_points else {}
         try:
-            values = self._example_values(cfg, self.default_points[0] if self.default_points else {})
+            values = self._example_values(cfg, point)
+            if base is not None and values is not None:    # a value `base` pins (a --baseline), not one it derived
+                own = self._example_values(dict(base), point) or {}
+                derived = [n for n in derived if n not in base or own.get(n) is None
+                           or self.param(n).check(own[n]) == base[n]]
         except (KernelError, ConfigError):
             return cfg                   # compiling says why, as for any config whose example fails
         for n in (derived if values is not None else ()):
@@ -106,7 +112,7 @@ class BareKernel(KernelCard):
     # ---------------------------------------------------------- compile
     def _spec(self, cfg: Config) -> tuple[dict[str, str], dict[str, Any]]:
         """(signature, constexprs) for cfg, from the first source that states them."""
-        consts = {p.name: cfg[p.name] for p in self.params}
+        consts = {p.name: cfg[p.name] for p in self.params if p.name not in self.launcher_knobs}
         if self.fixed_signature is not None:
             return dict(self.fixed_signature), consts
         key = tuple(sorted((k, repr(v)) for k, v in cfg.items()))
@@ -450,11 +456,17 @@ def bare_kernel(fn, *, signature: str | Mapping[str, str] | None = None, args: C
     baseline = {"num_warps": 4, "num_stages": 3}
     if launcher is not None and launcher.baseline:
         baseline.update(launcher.baseline)
+    # a tunable of the launcher that the kernel does not take (BLOCK, from which the launcher derives the
+    # kernel's ROWS = BLOCK // D): a parameter of the config, passed to the launcher's hooks, never compiled
+    knobs = [k for k in baseline if k not in launch_names and k not in {p.name for p in params}]
+    params += [BareParam(k, baseline[k], "tunable of the launcher (not a constexpr of the kernel: its hooks read it)")
+               for k in knobs]
     kernel = BareKernel(name=name or jf.__name__, summary=f"bare @triton.jit kernel {jf.__name__}",
                         params=tuple(params), baseline=baseline, kernel=jf, workload_params=workload,
                         default_points=points, fn=jf, args_fn=args, launcher=launcher,
                         fixed_signature=None if signature is None else parse_signature(jf, signature))
     kernel.from_example = tuple(p.name for p in params if p.doc.endswith("(value from the example arguments)"))
     kernel.example_error = example_error
+    kernel.launcher_knobs = tuple(knobs)
     kernel.specialization = kernel.specialization_source()
     return kernel

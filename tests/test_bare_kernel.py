@@ -447,3 +447,48 @@ def test_a_constexpr_derived_from_a_tunable_follows_each_config(tmp_path):
                            keep_ir=True, cache=False)
         return S.sass_loops(r.sass)
     assert loops(small) and not loops(k.resolve())
+
+
+ROWS_KERNEL = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_rows(X, R, D: tl.constexpr, ROWS: tl.constexpr):
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    offs = rows[:, None] * D + tl.arange(0, D)[None, :]
+    tl.store(X + offs, tl.load(X + offs, mask=rows[:, None] < R) * 2, mask=rows[:, None] < R)
+
+
+BASELINE = {"BLOCK": 4096, "num_warps": 4, "num_stages": 1}       # BLOCK: the launcher's knob, not the kernel's
+POINTS = [{"R": 4096, "D": 128}]
+
+
+def example_args(cfg, point):
+    import torch
+    return {"X": torch.empty(point["R"] * point["D"], device="meta"), "R": point["R"], "D": point["D"],
+            "ROWS": cfg["BLOCK"] // point["D"]}
+'''
+
+
+def test_a_launcher_tunable_the_kernel_does_not_take_is_a_config_parameter(tmp_path):
+    """BLOCK is the launcher's tunable (rows a CTA = BLOCK // D); the kernel takes ROWS. BLOCK is a parameter
+    of the config that `-D BLOCK=...` sweeps and the hooks read, never a constexpr of the compile; ROWS follows
+    each config -- in a sweep on a resolved baseline too, as `occmodel table` builds it."""
+    from occmodel import configs
+    path = tmp_path / "scale_rows.py"
+    path.write_text(ROWS_KERNEL)
+    k = load_source(f"{path}:scale_rows", launcher=str(path))
+    assert k.launcher_knobs == ("BLOCK",) and set(k.from_example) == {"D", "ROWS"}
+    base = k.resolve()
+    assert (base["BLOCK"], base["ROWS"]) == (4096, 32)
+    rows = configs.sweep(k, base, defines=[("BLOCK", [1024, 16384])])
+    assert [(asked["BLOCK"], cfg["ROWS"]) for asked, cfg, _ in rows] == [(1024, 8), (16384, 128)]
+    assert "BLOCK" not in k.constexprs(rows[0][1]) and k.constexprs(rows[0][1])["ROWS"] == 8
+    # a value the user pins in the baseline stays pinned
+    pinned = k.resolve({"ROWS": 16})
+    assert k.resolve({"BLOCK": 1024}, base=pinned)["ROWS"] == 16
+    r = compile_kernel(k.kernel, k.signature(rows[1][1]), k.constexprs(rows[1][1]), arch="sm_90", num_warps=4,
+                       num_stages=1, cache=False)
+    assert r.ok, r.message

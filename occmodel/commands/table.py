@@ -49,6 +49,8 @@ def run(args) -> Report:
     entries = _configs.sweep(card, base, args)
     swept = list(entries[0][0]) if entries else []
     good = [cfg for _, cfg, _ in entries if cfg is not None]
+    # a constexpr the launcher derives from a swept tunable (ROWS = BLOCK // D) varies too: a column
+    derived = [k for k in base if k not in swept and any(cfg.get(k) != base[k] for cfg in good)]
     if args.derive is not None and not 0 < args.derive <= 1:
         raise ConfigError(f"--derive {args.derive} is out of range; allowed 0 < FRACTION <= 1")
     evs = iter(E.gather(card, spec, good, carveout=carveout, derive=args.derive))
@@ -57,6 +59,7 @@ def run(args) -> Report:
     rows, valid, configs = [], [], []
     for asked, cfg, error in entries:
         row = {k: plain(asked[k]) for k in swept}
+        row.update({k: plain(cfg[k]) if cfg is not None else "" for k in derived})
         if cfg is None:
             row.update(status="invalid", why=error)
             rows.append(row)
@@ -79,14 +82,14 @@ def run(args) -> Report:
         rows.append(row)
         configs.append({**ev.as_dict(), "status": status, "why": why})
         valid.append((row, cfg, configs[-1]))
-    columns = [(k, k) for k in swept] + [
+    columns = [(k, k) for k in swept] + [(k, f"{k} (derived)") for k in derived] + [
         ("shared", "shared (B)"), ("regs", "regs/thread" if compiled else "regs/thread (est.)")] + (
         [("spills", "spills (regs)")] if compiled else []) + [
         ("blocks_per_sm", "blocks/SM"), ("warps_per_sm", "warps/SM"), ("occupancy", "occupancy"),
         ("limiter", "limiter"), ("source", "source"), ("status", "status"), ("why", "why")]
     if args.compiled and not compiled:
         columns += _compiled_columns(card, spec, valid, carveout)
-    fixed = ", ".join(f"{k}={plain(v)}" for k, v in base.items() if k not in swept)
+    fixed = ", ".join(f"{k}={plain(v)}" for k, v in base.items() if k not in swept and k not in derived)
     notes = [f"fixed: {fixed}", f"shared-memory limit per block on {spec.name}: {limit:,} B (opt-in)"]
     _configs.drop_configs(args, [(asked, err) for asked, cfg, err in entries if cfg is None])
     src = (f"a designed sample (at most {args.derive:.0%}) compiled for {spec.arch}, the rest derived from its IR "
