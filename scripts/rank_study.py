@@ -723,6 +723,7 @@ MEASURED = [
     ("reports/h200/rank_study_round16_h200.json", {"jsd_loss", "paged_prefill_attn", "moe_align"}, None),
     ("reports/h200/rank_study_round16b_h200.json", None, None),
     ("reports/h200/rank_study_round17_h200.json", None, None),
+    ("reports/h200/rank_study_round18_h200.json", None, None),
 ]
 
 
