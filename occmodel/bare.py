@@ -92,7 +92,7 @@ class BareKernel(KernelCard):
         NUM_STAGES = num_stages, ROWS = BLOCK // D) launches each config with its own value, not the
         baseline's -- in a sweep on a resolved baseline (occmodel.configs) too."""
         cfg = super().resolve(overrides, base)
-        derived = [n for n in self.from_example if n not in (overrides or {}) and n not in self.baseline]
+        derived = [n for n in self.from_example if n not in (overrides or {})]
         if not derived:
             return cfg
         point = self.default_points[0] if self.default_points else {}

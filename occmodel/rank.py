@@ -287,7 +287,7 @@ class Resources:
     strips: Any = None       # tile_order.Strips: which operand strip each CTA streams (None: not traced)
     dram_eff: float = 1.0    # share of DRAM bandwidth the main loop's row lengths reach (short_rows)
     atomic_requests: float = 0.0  # line requests the busiest line of the launch's global atomics receives
-    mma_waits: float = 0.0   # waits for every wgmma in flight to complete, per iteration (sass.SassLoop.mma_waits)
+    mma_waits: float = 0.0   # waits for every wgmma in flight to complete, per iteration (_sass_loop)
 
 
 @dataclass(frozen=True)
@@ -383,10 +383,9 @@ def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any
             reads, flops = rep.main.shared_read_bytes, rep.main.dot_fp16_flops
     source = "compiled" if ev.source == "compiled" else "model"
     its = kernel.cta_iterations(cfg, point)
-    u, issue, barriers, exchange = _sass_loop(getattr(ev, "result", None), threads, rep,
-                                              *loop_nest(kernel, cfg, point, ev, rep, its), alu_cycles=alu_cycles)
+    u, issue, barriers, exchange, waits = _sass_loop(getattr(ev, "result", None), threads, rep,
+                                                     *loop_nest(kernel, cfg, point, ev, rep, its), alu_cycles=alu_cycles)
     plain = sum(ld.slot_bytes for ld in rep.main.loads if not ld.pipelined) if rep is not None and rep.main else 0
-    waits = mma_waits(getattr(ev, "result", None)) / max(1, u)
     passes = rep.passes() if rep is not None else None
     flat = unrolled_body(getattr(ev, "result", None), kernel.loop_iterations(cfg, point) or 1, ev.regs, alu_cycles) \
         if not issue else None
@@ -502,14 +501,6 @@ def hoisting(result: Any, passes: Any) -> float:
     return sum(waits) / len(waits)
 
 
-def mma_waits(result: Any) -> int:
-    """Waits per trip of the compiled main loop for every warpgroup MMA in flight to complete (0 without
-    SASS or wgmma): see term (e)'s chain."""
-    from . import sass as S
-    loop = S.main_loop(S.sass_loops(getattr(result, "sass", None) or ""))
-    return loop.mma_waits if loop is not None else 0
-
-
 def pass_issue(loops: Sequence[Any], passes: Any, threads: int, alu_cycles: float = 1.0) -> tuple[float, float] | None:
     """(issue slots, exchange cycles) per warp per source iteration of a kernel whose main loop is one
     of several passes over its data (pipeline.Passes: a row kernel's max pass, sum pass and output
@@ -550,17 +541,18 @@ def load_batches(plain_bytes: int, threads: int, regs: int | None) -> float:
 
 def _sass_loop(result: Any, threads: int, rep: Any, trips: Sequence[float | None] | None = None,
                share: tuple[float | None, float | None] = (None, None), alu_cycles: float = 1.0
-               ) -> tuple[int, float, int, float]:
+               ) -> tuple[int, float, int, float, float]:
     """(unroll, issue slots per warp per iteration, barriers per trip, exchange cycles per warp per
-    iteration: 0 unless the loop holds a barrier, see term (g)) of the compiled main loop, its inner
+    iteration: 0 unless the loop holds a barrier, see term (g), waits per iteration for every wgmma in
+    flight to complete: term (e)'s chain) of the compiled main loop, its inner
     loops run `trips` times each (nest_trips), plus, per iteration, share[0] trips of the work the loop
     around it does on its own and share[1] of the work outside every loop (loop_nest);
-    (1, 0.0, 0, 0.0) without SASS."""
+    (1, 0.0, 0, 0.0, 0.0) without SASS."""
     from . import sass as S
     loops = S.sass_loops(getattr(result, "sass", None) or "")
     loop = S.main_loop(loops)
     if loop is None:
-        return 1, 0.0, 0, 0.0
+        return 1, 0.0, 0, 0.0, 0.0
     outer = S.enclosing(loops, loop)
     loop = nest_trips(loop, S.nested(loops, loop), trips)
     main = rep.main if rep is not None else None
@@ -581,7 +573,7 @@ def _sass_loop(result: Any, threads: int, rep: Any, trips: Sequence[float | None
         issue += r * S.issue_slots(own, alu_cycles) if issues else 0.0
         barriers += r * own.barriers
         cycles += r * _exchange_cycles(own, elements)
-    return u, issue, round(barriers), cycles
+    return u, issue, round(barriers), cycles, loop.mma_waits / u
 
 
 def _exchange_cycles(loop: Any, elements: float) -> float:

@@ -92,8 +92,8 @@ def straight_line(sass: str) -> SassLoop | None:
 
 def _span(insts: list[tuple[int, str, str]], start: int, end: int, inner: bool) -> SassLoop:
     """The counts of the instructions from address `start` to `end` (NOPs left out)."""
-    body = [op for a, op, _ in insts if start <= a <= end and not op.startswith("NOP")]
-    body_args = [args for a, op, args in insts if start <= a <= end and not op.startswith("NOP")]
+    kept = [(op, args) for a, op, args in insts if start <= a <= end and not op.startswith("NOP")]
+    body = [op for op, _ in kept]
     ldg = [op for op in body if _is_global_load(op)]
     return SassLoop(start, end, len(body), sum(_ldg_bytes(op) for op in ldg), len(ldg),
                     sum(op.startswith("MUFU") for op in body),
@@ -104,7 +104,7 @@ def _span(insts: list[tuple[int, str, str]], start: int, end: int, inner: bool) 
                     sum(_is_shared_op(op) for op in body), _load_waves(body),
                     sum(op.startswith(("STS.U8", "STS.S8")) for op in body), sum(op.split(".")[0] in ALU_OPS for op in body),
                     sum(op.startswith("WARPGROUP.DEPBAR") and args.replace(" ", "").endswith("gsb0,0x0")
-                        for op, args in zip(body, body_args)))
+                        for op, args in kept))
 
 
 def _load_waves(ops: list[str]) -> int:

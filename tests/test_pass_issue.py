@@ -97,5 +97,5 @@ def test_a_real_three_pass_softmax_pairs_its_loops(shared_cache):
     assert per_iter[1] > per_iter[0] and per_iter[2] > per_iter[0]
     issue, _ = R.pass_issue(loops, passes, 128)
     assert issue == pytest.approx(sum(per_iter) / 3)
-    _, costed, _, _ = R._sass_loop(res, 128, rep)
+    _, costed, _, _, _ = R._sass_loop(res, 128, rep)
     assert costed == pytest.approx(issue)

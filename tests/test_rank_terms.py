@@ -533,7 +533,7 @@ def test_byte_stores_into_shared_memory_pay_the_conflicted_rate():
     dequantized halves ran at the 1-cycle rate.)"""
     lp = S.main_loop(S.sass_loops(NARROW_LOOP))
     assert (lp.shared_ops, lp.narrow_stores, lp.barriers, lp.mma) == (5, 2, 1, 1)   # IGMMA is a tensor op
-    u, _, barriers, cycles = R._sass_loop(type("Result", (), {"sass": NARROW_LOOP})(), 128, None)
+    u, _, barriers, cycles, _ = R._sass_loop(type("Result", (), {"sass": NARROW_LOOP})(), 128, None)
     assert (u, barriers) == (1, 1)
     assert cycles == pytest.approx(2 * R.EXCHANGE_CYCLES_PER_OP + 3 * 1.0)
 
