@@ -372,8 +372,9 @@ def _call(f: Callable, cfg: Config, points) -> Any:
     except (KernelError, ConfigError):
         raise
     except Exception as exc:
-        raise KernelError(f"{getattr(f, '__name__', f)}(cfg) failed: {type(exc).__name__}: {exc}"
-                          .splitlines()[0]) from None
+        given = ", ".join(f"{k}={v}" for k, v in cfg.items() if k not in ("num_warps", "num_stages"))
+        raise KernelError(f"{getattr(f, '__name__', f)}(cfg) failed for {given or 'the baseline'}: "
+                          f"{type(exc).__name__}: {exc}".splitlines()[0]) from None
 
 
 def _int_values(v: Any):
