@@ -15,9 +15,10 @@ and one iteration of the c co-resident CTAs takes about the slowest of (all time
 
     step(c) = pmax(lat,                         (a) latency: L / k with k = tiles ahead >= 1;
                                                    unpipelined (k = 0) a CTA waits L, then computes:
-                                                   b x h x L + s / SMEM_sm + f / P_sm + i x D / clock
-                                                   (its warps' own instruction stream, one instruction
-                                                   per D cycles at best: term (f)), b = the round trips
+                                                   b x h x L + s / SMEM_sm + f / P_sm
+                                                   + max(i x D, C) / clock (its warps' own instruction
+                                                   stream: D cycles an instruction, or one warp's chain C
+                                                   when longer, see term (f)), b = the round trips
                                                    its register loads take (load_batches: words loaded
                                                    per thread / registers per thread, >= 1), h <= 1 the
                                                    waits per iteration left by ptxas issuing several
@@ -32,7 +33,7 @@ and one iteration of the c co-resident CTAs takes about the slowest of (all time
                                                    when its warpgroups wait w times an iteration for
                                                    every wgmma in flight to complete (ptxas's
                                                    serialized wgmma: a wait after each one)
-                  i x max(c x W / 4, D) / clock,
+                  max(c x W / 4 x i, C) / clock,
                                                (f) instruction issue: W warps per CTA each issue i
                                                    slots per iteration (the SASS loop's instructions,
                                                    MUFU ops x 8 -- or its integer / logic ALU ops x 2
@@ -41,9 +42,13 @@ and one iteration of the c co-resident CTAs takes about the slowest of (all time
                                                    of the SASS loop covers: ptxas unrolls; a loop inside
                                                    the main loop counted as many trips as its evaluated
                                                    bounds say: nest_trips); 4 schedulers
-                                                   per SM, and one warp issues one instruction per
-                                                   D = DEPENDENT_ISSUE_CYCLES at best (a scheduler with
-                                                   fewer than D warps idles on dependent instructions)
+                                                   per SM; a scheduler with few warps idles on their
+                                                   dependent instructions: the term is at least one
+                                                   warp's own trip, C = the cycles it takes alone
+                                                   (sass_chain: in-order issue, each instruction waiting
+                                                   its operands' latencies), i.e. max(c x W / 4 x i, C);
+                                                   without a listing, one instruction per
+                                                   D = DEPENDENT_ISSUE_CYCLES at best
                   c x W x x x K / clock)       (g) a cross-warp exchange: a main loop that holds a
                                                    block-wide barrier (BAR.SYNC: a reduction or layout
                                                    conversion across warps) sends its x shared loads and
@@ -129,7 +134,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 from .calibrate import Calibration
 from .card import Config, KernelCard, Secondary  # noqa: F401  (Secondary: re-exported for rank users)
@@ -191,6 +196,14 @@ EPILOGUE_ISSUE = False
 # rounds 1-6: median / mean Spearman 0.852 / 0.774 -> 0.872 / 0.806, best in the top 3 34 -> 37, #1
 # within 3 % 36 -> 41; bias_gelu 0.16 -> 0.47, swiglu 0.63 -> 0.77, causal_conv1d 0.68 -> 0.79; D = 2 or 4
 # with it: 0.869 / 0.852).
+# Session 15 (development: rounds 1-18, 216 cases): with a listing, term (f)'s floor is one warp's own
+# chain (sass_chain.trip_cycles) instead of i x D -- a 1-warp CTA of fused_recurrent_gla (1,100 instructions
+# a step, 128 independent state updates a thread) ran a step in ~2,100 cycles, its chain 1,830, i x D 4,600
+# -- median / mean Spearman 0.856 / 0.780 -> 0.857 / 0.783, best in the top 3 92 -> 99, #1 within 3 %
+# 102 -> 105 (fused_recurrent_gla 0.10 / 0.33 / 0.47 -> 0.27 / 0.42 / 0.58, flash_attention's first point
+# 0.71 -> 0.80). D stays in term (a): the chain there instead (an unpipelined CTA's compute phase) read
+# bias_gelu 0.59 -> 0.10 and swiglu 0.77 -> 0.58 -- other CTAs' warps share the schedulers while one
+# computes, which one warp's chain leaves out; there the chain is a floor only.
 DEPENDENT_ISSUE_CYCLES = 3.0
 # The smooth maximum's exponent (step(c) = (sum of term^p)^(1/p)). Chosen after rounds 1 and 2 on all
 # 37 (kernel, point) cases measured so far (reports/rank_study_h200.md: median Spearman 0.835 with a
@@ -288,6 +301,7 @@ class Resources:
     dram_eff: float = 1.0    # share of DRAM bandwidth the main loop's row lengths reach (short_rows)
     atomic_requests: float = 0.0  # line requests the busiest line of the launch's global atomics receives
     mma_waits: float = 0.0   # waits for every wgmma in flight to complete, per iteration (_sass_loop)
+    chain_cycles: float = 0.0     # cycles one warp alone takes per iteration (sass_chain; 0: unknown)
 
 
 @dataclass(frozen=True)
@@ -383,14 +397,15 @@ def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any
             reads, flops = rep.main.shared_read_bytes, rep.main.dot_fp16_flops
     source = "compiled" if ev.source == "compiled" else "model"
     its = kernel.cta_iterations(cfg, point)
-    u, issue, barriers, exchange, waits = _sass_loop(getattr(ev, "result", None), threads, rep,
-                                                     *loop_nest(kernel, cfg, point, ev, rep, its), alu_cycles=alu_cycles)
+    u, issue, barriers, exchange, waits, chain = _sass_loop(getattr(ev, "result", None), threads, rep,
+                                                            *loop_nest(kernel, cfg, point, ev, rep, its),
+                                                            alu_cycles=alu_cycles)
     plain = sum(ld.slot_bytes for ld in rep.main.loads if not ld.pipelined) if rep is not None and rep.main else 0
     passes = rep.passes() if rep is not None else None
     flat = unrolled_body(getattr(ev, "result", None), kernel.loop_iterations(cfg, point) or 1, ev.regs, alu_cycles) \
         if not issue else None
     if flat is not None:
-        issue, hoist, batches = flat[0], flat[1], 1.0
+        issue, hoist, batches, chain = flat[0], flat[1], 1.0, flat[2]
     else:
         batches = load_batches(plain, threads, ev.regs)
         hoist = hoisting(getattr(ev, "result", None), passes) if passes and not ahead else 1.0
@@ -401,7 +416,7 @@ def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any
                      passes.again_bytes if passes else 0, hoist, strips,
                      short_rows(rep.main.loads if rep is not None and rep.main else (),
                                 strips.distinct_bytes() if strips is not None else None),
-                     atomic_requests(kernel, cfg, point, ev), waits)
+                     atomic_requests(kernel, cfg, point, ev), waits, chain)
 
 
 def short_rows(loads: Sequence[Any], dram_bytes: Mapping[str, float] | None = None) -> float:
@@ -463,8 +478,9 @@ def operand_strips(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev
                   [n > 0 for n in its] if its is not None else None)
 
 
-def unrolled_body(result: Any, n: int, regs: int | None, alu_cycles: float = 1.0) -> tuple[float, float] | None:
-    """(issue slots per warp per iteration, latency waits per iteration) of a kernel whose n declared
+def unrolled_body(result: Any, n: int, regs: int | None, alu_cycles: float = 1.0
+                  ) -> tuple[float, float, float] | None:
+    """(issue slots per warp per iteration, latency waits per iteration, chain cycles per iteration) of a kernel whose n declared
     loop iterations were unrolled away (a tl.static_range: its SASS has no loop): the whole listing
     spread over the n iterations. Its loads issue together, so one CTA waits the latency once per
     run of loads that a store separates (sass.straight_line's load_waves), or once per register-file
@@ -482,7 +498,7 @@ def unrolled_body(result: Any, n: int, regs: int | None, alu_cycles: float = 1.0
         return None
     words = body.global_load_bytes / 4
     waits = max(1.0, body.load_waves, words / regs if regs else 0.0)
-    return S.issue_slots(body, alu_cycles) / n, min(1.0, waits / n)
+    return S.issue_slots(body, alu_cycles) / n, min(1.0, waits / n), body.chain / n
 
 
 def hoisting(result: Any, passes: Any) -> float:
@@ -501,8 +517,9 @@ def hoisting(result: Any, passes: Any) -> float:
     return sum(waits) / len(waits)
 
 
-def pass_issue(loops: Sequence[Any], passes: Any, threads: int, alu_cycles: float = 1.0) -> tuple[float, float] | None:
-    """(issue slots, exchange cycles) per warp per source iteration of a kernel whose main loop is one
+def pass_issue(loops: Sequence[Any], passes: Any, threads: int, alu_cycles: float = 1.0
+               ) -> tuple[float, float, float] | None:
+    """(issue slots, exchange cycles, chain cycles) per warp per source iteration of a kernel whose main loop is one
     of several passes over its data (pipeline.Passes: a row kernel's max pass, sum pass and output
     pass): the mean over the passes of each pass's SASS loop per iteration (its trip over its unroll
     u = the trip's load bytes per thread over one iteration's; 1 when pipelined or unknown) -- the
@@ -519,12 +536,13 @@ def pass_issue(loops: Sequence[Any], passes: Any, threads: int, alu_cycles: floa
         return None
     per = passes.thread_bytes if len(passes.thread_bytes) == len(walks) else (0.0,) * len(walks)
     elements = passes.exchange_elements if len(passes.exchange_elements) == len(walks) else (0.0,) * len(walks)
-    issue = cycles = 0.0
+    issue = cycles = chain = 0.0
     for lp, b, e in zip(walks, per, elements):
         u = max(1, round(lp.global_load_bytes / b)) if b and lp.global_load_bytes and not lp.async_copies else 1
         issue += S.issue_slots(lp, alu_cycles) / u
         cycles += _exchange_cycles(lp, e) / u
-    return issue / len(walks), cycles / len(walks)
+        chain += lp.chain / u
+    return issue / len(walks), cycles / len(walks), chain / len(walks)
 
 
 def load_batches(plain_bytes: int, threads: int, regs: int | None) -> float:
@@ -539,30 +557,36 @@ def load_batches(plain_bytes: int, threads: int, regs: int | None) -> float:
     return max(1.0, words / regs)
 
 
+class LoopWork(NamedTuple):
+    """What one main-loop iteration costs one warp, from the compiled main loop (_sass_loop)."""
+    unroll: int         # source iterations per SASS loop trip
+    issue: float        # issue slots per warp per iteration (sass.issue_slots over the unroll)
+    barriers: int       # block-wide barriers per trip
+    exchange: float     # shared-pipe cycles per warp per iteration: 0 unless the loop holds a barrier, term (g)
+    waits: float        # waits per iteration for every wgmma in flight to complete: term (e)'s chain
+    chain: float = 0.0  # cycles one warp alone takes per iteration (sass_chain): term (f)'s floor
+
+
 def _sass_loop(result: Any, threads: int, rep: Any, trips: Sequence[float | None] | None = None,
-               share: tuple[float | None, float | None] = (None, None), alu_cycles: float = 1.0
-               ) -> tuple[int, float, int, float, float]:
-    """(unroll, issue slots per warp per iteration, barriers per trip, exchange cycles per warp per
-    iteration: 0 unless the loop holds a barrier, see term (g), waits per iteration for every wgmma in
-    flight to complete: term (e)'s chain) of the compiled main loop, its inner
-    loops run `trips` times each (nest_trips), plus, per iteration, share[0] trips of the work the loop
-    around it does on its own and share[1] of the work outside every loop (loop_nest);
-    (1, 0.0, 0, 0.0, 0.0) without SASS."""
+               share: tuple[float | None, float | None] = (None, None), alu_cycles: float = 1.0) -> LoopWork:
+    """The LoopWork of the compiled main loop, its inner loops run `trips` times each (nest_trips),
+    plus, per iteration, share[0] trips of the work the loop around it does on its own and share[1]
+    of the work outside every loop (loop_nest); LoopWork(1, 0.0, 0, 0.0, 0.0) without SASS."""
     from . import sass as S
     loops = S.sass_loops(getattr(result, "sass", None) or "")
     loop = S.main_loop(loops)
     if loop is None:
-        return 1, 0.0, 0, 0.0, 0.0
+        return LoopWork(1, 0.0, 0, 0.0, 0.0)
     outer = S.enclosing(loops, loop)
     loop = nest_trips(loop, S.nested(loops, loop), trips)
     main = rep.main if rep is not None else None
     per_iter = sum(ld.slot_bytes for ld in main.loads) if main is not None else 0
     u = S.unroll(loop, threads, per_iter) if not (rep is not None and rep.ahead) else 1
-    issue, barriers = S.issue_slots(loop, alu_cycles) / u, float(loop.barriers)
+    issue, barriers, chain = S.issue_slots(loop, alu_cycles) / u, float(loop.barriers), loop.chain / u
     cycles = _exchange_cycles(loop, main.exchange_elements if main is not None else 0.0) / u
     walks = pass_issue(loops, rep.passes() if rep is not None else None, threads, alu_cycles)
     if walks is not None and not S.nested(loops, loop):
-        issue, cycles = walks
+        issue, cycles, chain = walks
     parts = []
     if share[0] and outer is not None and main is not None and main.parent >= 0:
         parts.append((share[0], S.own(outer, loops), rep.loops[main.parent].exchange_elements, True))
@@ -571,9 +595,10 @@ def _sass_loop(result: Any, threads: int, rep: Any, trips: Sequence[float | None
         parts.append((share[1], body, rep.exchange_elements if rep is not None else 0.0, EPILOGUE_ISSUE))
     for r, own, elements, issues in parts:
         issue += r * S.issue_slots(own, alu_cycles) if issues else 0.0
+        chain += r * own.chain if issues else 0.0
         barriers += r * own.barriers
         cycles += r * _exchange_cycles(own, elements)
-    return u, issue, round(barriers), cycles, loop.mma_waits / u
+    return LoopWork(u, issue, round(barriers), cycles, loop.mma_waits / u, chain)
 
 
 def _exchange_cycles(loop: Any, elements: float) -> float:
@@ -674,6 +699,7 @@ class _Loop:
     exchange: float = 0.0  # shared-pipe cycles per warp per iteration of a cross-warp exchange (term (g))
     dram_eff: float = 1.0  # share of DRAM bandwidth reached (short_rows)
     waits: float = 0.0     # waits for every wgmma in flight to complete per iteration (term (e)'s chain)
+    chain: float = 0.0     # cycles one warp alone takes per iteration (term (f)'s floor; 0: unknown -> D)
 
 
 def in_flight(c: int, lp: _Loop) -> float:
@@ -708,8 +734,11 @@ def _steps(r: _Rates, c: int, lp: _Loop, lat: float | None = None) -> dict[str, 
     chain = lp.f / (r.peak / per) + lp.waits * WGMMA_WAIT_CYCLES / r.clock
     own = lp.s / (r.smem / per) + chain
     warps = c * lp.warps
-    issue = lp.issue * max(warps / 4, DEPENDENT_ISSUE_CYCLES) / r.clock if warps and lp.issue else 0.0
-    serial = lp.issue * DEPENDENT_ISSUE_CYCLES / r.clock if lp.warps else 0.0
+    if lp.chain:
+        issue = max(lp.issue * warps / 4, lp.chain) / r.clock if warps and lp.issue else 0.0
+    else:
+        issue = lp.issue * max(warps / 4, DEPENDENT_ISSUE_CYCLES) / r.clock if warps and lp.issue else 0.0
+    serial = max(lp.issue * DEPENDENT_ISSUE_CYCLES, lp.chain) / r.clock if lp.warps else 0.0
     return {"latency": L / lp.k if lp.k >= 1 else lp.batches * lp.hoist * L + own + serial,
             "dram": c * lp.d / (r.bw / per) / lp.dram_eff,
             "l2": c * lp.t / (r.l2 / per), "shared": c * lp.s / (r.smem / per), "tensor": max(c * lp.f / (r.peak / per), chain if lp.waits else 0.0),
@@ -808,7 +837,7 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
                         latency_s=inf, step_s=inf, waves_s=inf, tail_s=inf,
                         secondary_s=0.0, spill_s=0.0, total_s=inf, bound="does not fit", **common)
     lp = _Loop(d, t, s, f, k, max(1, res.unroll), res.threads // 32, res.batches, res.hoist, res.issue_per_iter,
-               res.exchange_cycles, res.dram_eff, res.mma_waits)
+               res.exchange_cycles, res.dram_eff, res.mma_waits, res.chain_cycles)
     main = _kernel(r, grid, B, n, lp) if ragged is None else _ragged(r, ragged, B, lp)
     second = sum(_kernel(r, x.grid, x.blocks_per_sm, x.iterations,
                          _Loop(float(x.dram_bytes), float(x.tile_bytes), 0.0, 0.0, min(x.ahead, x.iterations)),

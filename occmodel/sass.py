@@ -48,6 +48,8 @@ class SassLoop:
     mma_waits: int = 0          # waits for every warpgroup MMA in flight to complete (WARPGROUP.DEPBAR.LE
                                 # gsb0, 0x0): each exposes one wgmma's latency to the warpgroup; ptxas's
                                 # serialized wgmma waits after every one
+    chain: float = 0.0          # cycles one warp alone on its scheduler takes per trip: its in-order issue
+                                # and dependency chains (sass_chain.trip_cycles); 0 when not worked out
 
 
 def _ldg_bytes(op: str) -> int:
@@ -76,7 +78,7 @@ def sass_loops(sass: str) -> list[SassLoop]:
     loops = []
     for start, end in spans:
         inner = not any(s != (start, end) and start <= s[0] and s[1] <= end for s in spans)
-        loops.append(_span(insts, start, end, inner))
+        loops.append(_span(insts, start, end, inner, sass))
     return sorted(loops, key=lambda lp: (not lp.inner, lp.start))
 
 
@@ -87,11 +89,13 @@ def straight_line(sass: str) -> SassLoop | None:
     insts = instructions(sass)
     if not insts or sass_loops(sass):
         return None
-    return _span(insts, insts[0][0], insts[-1][0], True)
+    return _span(insts, insts[0][0], insts[-1][0], True, sass)
 
 
-def _span(insts: list[tuple[int, str, str]], start: int, end: int, inner: bool) -> SassLoop:
-    """The counts of the instructions from address `start` to `end` (NOPs left out)."""
+def _span(insts: list[tuple[int, str, str]], start: int, end: int, inner: bool, sass: str = "") -> SassLoop:
+    """The counts of the instructions from address `start` to `end` (NOPs left out); with the listing,
+    one warp's chain cycles too."""
+    from .sass_chain import trip_cycles
     kept = [(op, args) for a, op, args in insts if start <= a <= end and not op.startswith("NOP")]
     body = [op for op, _ in kept]
     ldg = [op for op in body if _is_global_load(op)]
@@ -104,7 +108,8 @@ def _span(insts: list[tuple[int, str, str]], start: int, end: int, inner: bool) 
                     sum(_is_shared_op(op) for op in body), _load_waves(body),
                     sum(op.startswith(("STS.U8", "STS.S8")) for op in body), sum(op.split(".")[0] in ALU_OPS for op in body),
                     sum(op.startswith("WARPGROUP.DEPBAR") and args.replace(" ", "").endswith("gsb0,0x0")
-                        for op, args in kept))
+                        for op, args in kept),
+                    trip_cycles(sass, start, end) if sass else 0.0)
 
 
 def _load_waves(ops: list[str]) -> int:
@@ -182,7 +187,7 @@ def own(outer: SassLoop, loops: list[SassLoop]) -> SassLoop:
 
 
 _COUNTS = ("instructions", "global_load_bytes", "global_loads", "mufu", "mma", "async_copies", "barriers",
-           "shared_ops", "load_waves", "narrow_stores", "alu", "mma_waits")
+           "shared_ops", "load_waves", "narrow_stores", "alu", "mma_waits", "chain")
 
 
 def with_trips(outer: SassLoop, inner: list[tuple[SassLoop, float]]) -> SassLoop:

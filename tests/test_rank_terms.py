@@ -123,6 +123,36 @@ def test_issue_term_and_unpipelined_latency():
     assert math.isfinite(piped.total_s)
 
 
+def test_issue_term_with_a_warps_own_chain():
+    """With the SASS trip's one-warp chain known (sass_chain: in-order issue, dependency latencies),
+    a scheduler with w warps takes max(w x slots, chain) per iteration -- the chain replaces the
+    3-cycles-an-instruction floor -- and an unpipelined CTA's compute phase is at least its chain."""
+    r = R.rates(_cal(), peak_flops=1e15)
+    lp = R._Loop(d=1024, t=1024, s=0, f=0, k=0, warps=4, issue=100.0, chain=180.0)
+    # 1 CTA of 4 warps: one warp a scheduler, its chain binds: 180 cycles / 2 GHz = 90 ns (not 100 x 3)
+    assert R._steps(r, 1, lp)["issue"] == pytest.approx(90e-9)
+    # 2 CTAs: 2 warps a scheduler issue 2 x 100 slots = 200 cycles > the chain: 100 ns
+    assert R._steps(r, 2, lp)["issue"] == pytest.approx(100e-9)
+    # 32 CTAs: 32 warps a scheduler, 3,200 cycles: 1,600 ns, as without a chain
+    assert R._steps(r, 32, lp)["issue"] == pytest.approx(1600e-9)
+    # unpipelined: the wait, then the compute phase: 100 x 3 cycles (150 ns) unless the chain is longer
+    assert R._steps(r, 2, lp)["latency"] == pytest.approx(700e-9 + 150e-9)
+    long = R._Loop(d=1024, t=1024, s=0, f=0, k=0, warps=4, issue=100.0, chain=500.0)
+    assert R._steps(r, 2, long)["latency"] == pytest.approx(700e-9 + 250e-9)
+    assert R._steps(r, 1, long)["issue"] == pytest.approx(250e-9)
+
+
+def test_a_compiled_loops_chain_reaches_the_issue_term():
+    """_sass_loop reads the main loop's chain from its listing (sass_chain.trip_cycles over the unroll)."""
+    listing = "\n".join(f"        /*{16 * i:04x}*/                   {text} ;" for i, text in enumerate(
+        ["LDG.E R4, desc[UR4][R2.64]"] + ["FFMA R10, R10, R4, R3"] * 8 + ["@!P0 BRA 0x0"]))
+    work = R._sass_loop(type("Result", (), {"sass": listing})(), 128, None)
+    # 8 dependent FFMAs (4 cycles each, the first waits the last of the trip before) + the branch: 32
+    # cycles a trip; 10 issue slots
+    assert work.issue == pytest.approx(10.0)
+    assert work.chain == pytest.approx(8 * 4.0)
+
+
 def test_exchange_term_costs_a_loops_shared_round_trips():
     """Term (g): a main loop holding a block-wide barrier sends its shared loads / stores through the
     SM's one shared-memory pipe; a vector reduction across warps pays EXCHANGE_CYCLES_PER_OP per access
@@ -462,12 +492,13 @@ def test_an_unrolled_loop_is_the_whole_listing_spread_over_its_iterations():
     assert S.straight_line(LISTING) is None                       # it has a loop
     result = SimpleNamespace(sass=UNROLLED_SASS)
     # 4 iterations: (10 + 7 MUFU slots) / 4 issue slots each; 2 waits (two runs of loads) over 4 -> 0.5
-    assert R.unrolled_body(result, 4, regs=64) == pytest.approx((17 / 4, 0.5))
+    assert R.unrolled_body(result, 4, regs=64) == pytest.approx((17 / 4, 0.5, body.chain / 4))
+    assert body.chain > 0
     # 40 B = 10 words per thread into 4 registers: 2.5 register-files of loads outnumber the 2 runs
-    assert R.unrolled_body(result, 4, regs=4) == pytest.approx((17 / 4, 2.5 / 4))
+    assert R.unrolled_body(result, 4, regs=4)[:2] == pytest.approx((17 / 4, 2.5 / 4))
     # a kernel with no loop at all (1 iteration): the whole listing is that iteration -- 17 issue slots;
     # its 2 runs of loads are 2 waits, capped at one per iteration (hoisting: <= 1)
-    assert R.unrolled_body(result, 1, regs=64) == pytest.approx((17.0, 1.0))
+    assert R.unrolled_body(result, 1, regs=64) == pytest.approx((17.0, 1.0, body.chain))
     # a listing with a loop: not an unrolled body
     assert R.unrolled_body(SimpleNamespace(sass=LISTING), 4, regs=64) is None
 
@@ -533,7 +564,7 @@ def test_byte_stores_into_shared_memory_pay_the_conflicted_rate():
     dequantized halves ran at the 1-cycle rate.)"""
     lp = S.main_loop(S.sass_loops(NARROW_LOOP))
     assert (lp.shared_ops, lp.narrow_stores, lp.barriers, lp.mma) == (5, 2, 1, 1)   # IGMMA is a tensor op
-    u, _, barriers, cycles, _ = R._sass_loop(type("Result", (), {"sass": NARROW_LOOP})(), 128, None)
+    u, _, barriers, cycles, _, _ = R._sass_loop(type("Result", (), {"sass": NARROW_LOOP})(), 128, None)
     assert (u, barriers) == (1, 1)
     assert cycles == pytest.approx(2 * R.EXCHANGE_CYCLES_PER_OP + 3 * 1.0)
 

@@ -1,0 +1,83 @@
+"""One warp's trip through a SASS loop, hand-worked (occmodel.sass_chain): in-order issue, one
+instruction a cycle, a dependent instruction waits its producer's latency, a pipe busy for its
+occupancy; and the loads a trip waits for in full."""
+
+import pytest
+
+from occmodel import sass_chain as C
+
+
+def _listing(lines: list[str]) -> str:
+    """A loop of `lines` at addresses 0x0, 0x10, ..., closed by a backward branch."""
+    body = [f"        /*{16 * i:04x}*/                   {text} ;" for i, text in enumerate(lines)]
+    body.append(f"        /*{16 * len(lines):04x}*/                   @!P0 BRA 0x0 ;")
+    return "\n".join(body)
+
+
+def _trip(lines: list[str], memory: float = 0.0) -> float:
+    sass = _listing(lines)
+    return C.trip_cycles(sass, 0, 16 * len(lines), memory)
+
+
+def test_independent_instructions_issue_one_a_cycle():
+    # 8 FFMAs on different registers + the branch: 9 issue cycles a trip, nothing waits
+    lines = [f"FFMA R{10 + i}, R2, R3, R{10 + i}" for i in range(8)]
+    assert _trip(lines) == pytest.approx(9.0)
+
+
+def test_a_dependent_chain_waits_each_latency():
+    # R10 <- R10 x R2 + R3 four times a trip: each waits the previous one's 4 cycles, and the first
+    # one of the next trip waits the last one of this trip (carried): 4 x 4 = 16 cycles a trip
+    lines = ["FFMA R10, R10, R2, R3"] * 4
+    assert _trip(lines) == pytest.approx(4 * C.DEFAULT_LATENCY)
+
+
+def test_special_functions_share_one_pipe_of_eight_cycles():
+    # 4 independent exp2: the MUFU pipe takes each for 8 cycles (4 lanes a sub-partition)
+    lines = [f"MUFU.EX2 R{10 + i}, R{20 + i}" for i in range(4)]
+    assert _trip(lines) == pytest.approx(4 * 8)
+
+
+def test_a_predicate_guard_is_a_dependence():
+    # the FSETP writes P1 (18 cycles after the MUFU it reads); the guarded FMUL reads P1 and R10
+    lines = ["MUFU.EX2 R10, R4", "FSETP.GEU.AND P1, PT, R10, -126, PT", "@!P1 FMUL R11, R10, 0.5"]
+    # MUFU at 0, FSETP at 18, FMUL at 22, BRA at 23; the next trip's MUFU at 24 (pipe free at 8)
+    assert _trip(lines) == pytest.approx(24.0)
+
+
+def test_wide_loads_write_every_register_they_span():
+    # LDS.128 R4 fills R4..R7: an FADD on R7 waits the shared load's latency
+    lines = ["LDS.128 R4, [R2]", "FADD R20, R7, R8"]
+    assert _trip(lines) == pytest.approx(dict(C.LATENCY)["LDS"] + 2)
+
+
+def test_a_barrier_holds_the_warp():
+    lines = ["FADD R10, R2, R3", "BAR.SYNC.DEFER_BLOCKING 0x0", "FADD R11, R2, R3"]
+    assert _trip(lines) == pytest.approx(1 + C.BARRIER_CYCLES + 1 + 1)
+
+
+def test_global_loads_cost_nothing_by_default_and_memory_when_asked():
+    lines = ["LDG.E R4, desc[UR4][R2.64]", "FADD R10, R4, R5"]
+    assert _trip(lines) == pytest.approx(3.0)
+    assert _trip(lines, memory=500.0) == pytest.approx(500.0 + 2)
+
+
+def test_load_waits_count_the_rounds_a_trip_waits_out():
+    together = ["LDG.E R4, desc[UR4][R2.64]", "LDG.E R6, desc[UR4][R2.64+0x4]", "FADD R10, R4, R5",
+                "FADD R11, R6, R5"]
+    interleaved = ["LDG.E R4, desc[UR4][R2.64]", "FADD R10, R4, R5", "LDG.E R6, desc[UR4][R2.64+0x4]",
+                   "FADD R11, R6, R5"]
+    # a load whose address comes from another load: a pointer chase, two rounds
+    chased = ["LDG.E R4, desc[UR4][R2.64]", "LDG.E R6, desc[UR4][R4.64]", "FADD R11, R6, R5"]
+    # the next trip's load issued early (a prefetch into R4 used by the next trip): the wait
+    # overlaps the rest of the trip and is not a full latency
+    assert C.load_waits(_listing(together), 0, 0x40) == pytest.approx(1.0, abs=1e-3)
+    assert C.load_waits(_listing(interleaved), 0, 0x40) == pytest.approx(2.0, abs=1e-3)
+    assert C.load_waits(_listing(chased), 0, 0x30) == pytest.approx(2.0, abs=1e-3)
+
+
+def test_stores_write_nothing():
+    # the STG waits for R10 (the FFMA's result) but writes no register: the FADD reading its address
+    # register R6 goes right after it. FFMA 0, STG 4, FADD 5, BRA 6, the next trip at 7
+    lines = ["FFMA R10, R2, R3, R4", "STG.E desc[UR4][R6.64], R10", "FADD R11, R6, R5"]
+    assert _trip(lines) == pytest.approx(7.0)
