@@ -264,6 +264,19 @@ SWEEPS: dict[str, dict[str, Any]] = {
     # BLOCK_N 256 left out (the FMA path spills 20-818 bytes at BLOCK_M >= 32 on 4 warps and at 64 rows on 8), BLOCK_M 128 (segments of ~4-16 tokens at two points); FMA 64 x 128 on 4 warps spills 188 bytes, two 16-row dot configs 2 bytes at point 3
     "lora_expand": {"file": "examples/lora_expand.py", "role": "held-out-18",
                  "axes": {"BLOCK_M": [16, 32, 64], "BLOCK_N": [64, 128], "USE_DOT": [0, 1], "num_warps": [4, 8], "num_stages": [2, 3]}},
+    # round 19 (held out; the helpers' sweeps, every config compiled for sm_90 with triton 3.6.0 first)
+    # BLOCK_K 128 left out (BLOCK_Q 4 spills 4 bytes at 4 and 8 warps; 212-246 registers at BLOCK_Q 2), KEYS_PER_CTA 2-4 (64k+ CTAs re-reading q at the chunked point); num_stages 4 (k tiles are L2-resident at prefill)
+    "lightning_indexer": {"file": "examples/lightning_indexer.py", "role": "held-out-19",
+                 "axes": {"BLOCK_Q": [1, 2, 4], "BLOCK_K": [32, 64], "KEYS_PER_CTA": [8, 32], "num_warps": [4, 8], "num_stages": [2, 3]}},
+    # BLOCK_K 128 left out (128 rows x 128 steps on 4 warps spills 88 bytes; mamba_ssm tunes 32 / 64), BLOCK_P 128 (P = 64 at every point), num_stages 4 (1-3 cover short causal walks); 128 x 64 x 64 / 4 warps / 1 stage keeps 8-12 bytes local
+    "ssd_chunk_scan": {"file": "examples/ssd_chunk_scan.py", "role": "held-out-19",
+                 "axes": {"BLOCK_M": [64, 128], "BLOCK_P": [32, 64], "BLOCK_K": [32, 64], "num_warps": [4, 8], "num_stages": [1, 2, 3]}},
+    # num_stages fixed at 2 (plain loads, no dot: stages 1 / 2 / 3 give the same sm_90 cubin); BLOCK_T 8 / 128, BLOCK_D 32 / 512 and TILES_PER_CTA 2 / 8 left out (between or past the kept ones); all 216 sm_90 compiles: 16-237 regs, <= 8 KiB smem, 6 keep a 2-store / 8-byte spill (FLAT=1, TILES 4, fp8 points)
+    "gather_cache_dequant": {"file": "examples/gather_cache_dequant.py", "role": "held-out-19",
+                 "axes": {"BLOCK_T": [16, 32, 64], "BLOCK_D": [64, 128, 256], "TILES_PER_CTA": [1, 4], "FLAT": [0, 1], "num_warps": [4, 8], "num_stages": [2]}},
+    # num_stages fixed at 1 (the chunk loop holds no dot: stages 1 and 3 compile to the same cubin); HEADS_PER_CTA 1 and BLOCK_T 16 left out (too little / too much a CTA); (8, 8) on 2 warps spills at D 256
+    "qk_norm_rope": {"file": "examples/qk_norm_rope.py", "role": "held-out-19",
+                 "axes": {"BLOCK_T": [1, 2, 4, 8], "HEADS_PER_CTA": [2, 4, 8], "SPLIT_HEADS": [0, 1], "num_warps": [2, 4, 8], "num_stages": [1]}},
     "decode_attention": {"card": "decode_attention", "role": "development",
                          "axes": {"BLOCK_T": [16, 32, 64], "BLOCK_H": [16, 32], "num_warps": [2, 4, 8],
                                   "num_stages": [1, 2, 3, 4]},
