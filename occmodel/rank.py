@@ -15,14 +15,17 @@ and one iteration of the c co-resident CTAs takes about the slowest of (all time
 
     step(c) = pmax(lat,                         (a) latency: L / k with k = tiles ahead >= 1;
                                                    unpipelined (k = 0) a CTA waits L, then computes:
-                                                   b x h x L + s / SMEM_sm + f / P_sm
+                                                   (b x h + g) x L + s / SMEM_sm + f / P_sm
                                                    + max(i x D, C) / clock (its warps' own instruction
                                                    stream: D cycles an instruction, or one warp's chain C
                                                    when longer, see term (f)), b = the round trips
                                                    its register loads take (load_batches: words loaded
                                                    per thread / registers per thread, >= 1), h <= 1 the
                                                    waits per iteration left by ptxas issuing several
-                                                   iterations' loads together (hoisting)
+                                                   iterations' loads together (hoisting), g the loads
+                                                   per iteration whose address waits for an earlier
+                                                   load's data (a gather's index, a bag's offsets:
+                                                   sass_chain.dependent_loads), each a latency more
                   c x d / (e x BW / SMs),      (b) its share of DRAM bandwidth; e <= 1 when a K loop reads
                                                    rows of fewer than 128 contiguous bytes per iteration
                                                    and the rest of them in its next ones (short_rows)
@@ -205,6 +208,13 @@ EPILOGUE_ISSUE = False
 # bias_gelu 0.59 -> 0.10 and swiglu 0.77 -> 0.58 -- other CTAs' warps share the schedulers while one
 # computes, which one warp's chain leaves out; there the chain is a floor only.
 DEPENDENT_ISSUE_CYCLES = 3.0
+# Term (a)'s dependent loads g (session 15, development: rounds 1-18, 216 cases, with the chain above): a
+# load whose address comes from an earlier load's data waits a latency of its own. Median / mean Spearman
+# 0.857 / 0.783 -> 0.857 / 0.782, best in the top 3 99 -> 102, #1 within 3 % 105 -> 109, median error
+# 0.183 -> 0.178; only gathers move (embedding_bag's third point 0.49 -> 0.67, csr_spmm #1 within 3 % at
+# two more points). Counting every full load wait the SASS replay finds instead (a load used before the
+# next one issues, too) read 0.848 / 0.778, 103, 111 with b x h as a floor -- depthwise_conv2d's
+# overlapping taps, L1 hits, charged a DRAM latency each (0.78 -> 0.21) -- and 0.834 in place of b x h.
 # The smooth maximum's exponent (step(c) = (sum of term^p)^(1/p)). Chosen after rounds 1 and 2 on all
 # 37 (kernel, point) cases measured so far (reports/rank_study_h200.md: median Spearman 0.835 with a
 # pure max, 0.871-0.873 with p = 3-5, 0.862 at 6; the estimate's #1 within 3 % of the best in 8 of 37
@@ -302,6 +312,7 @@ class Resources:
     atomic_requests: float = 0.0  # line requests the busiest line of the launch's global atomics receives
     mma_waits: float = 0.0   # waits for every wgmma in flight to complete, per iteration (_sass_loop)
     chain_cycles: float = 0.0     # cycles one warp alone takes per iteration (sass_chain; 0: unknown)
+    gathers: float = 0.0     # loads per unpipelined iteration whose address waits for an earlier load's data
 
 
 @dataclass(frozen=True)
@@ -347,6 +358,9 @@ class Estimate:
     revisit_bytes: float = 0.0      # DRAM bytes of operand strips read again after they left L2 (tile order)
     dram_eff: float = 1.0           # share of DRAM bandwidth the main loop's row lengths reach (short_rows)
     atomic_s: float = 0.0           # the busiest atomic line's requests x ATOMIC_REQUEST_S (a floor on the launch)
+    issue_slots: float = 0.0        # i: issue slots per warp per iteration (term (f); 0: no SASS)
+    chain_cycles: float = 0.0       # C: cycles one warp alone takes per iteration (term (f)'s floor; 0: no SASS)
+    dependent_loads: float = 0.0    # g: loads per unpipelined iteration that wait for an earlier load (term (a))
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -397,15 +411,15 @@ def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any
             reads, flops = rep.main.shared_read_bytes, rep.main.dot_fp16_flops
     source = "compiled" if ev.source == "compiled" else "model"
     its = kernel.cta_iterations(cfg, point)
-    u, issue, barriers, exchange, waits, chain = _sass_loop(getattr(ev, "result", None), threads, rep,
-                                                            *loop_nest(kernel, cfg, point, ev, rep, its),
-                                                            alu_cycles=alu_cycles)
+    u, issue, barriers, exchange, waits, chain, gathers = _sass_loop(getattr(ev, "result", None), threads, rep,
+                                                                     *loop_nest(kernel, cfg, point, ev, rep, its),
+                                                                     alu_cycles=alu_cycles)
     plain = sum(ld.slot_bytes for ld in rep.main.loads if not ld.pipelined) if rep is not None and rep.main else 0
     passes = rep.passes() if rep is not None else None
     flat = unrolled_body(getattr(ev, "result", None), kernel.loop_iterations(cfg, point) or 1, ev.regs, alu_cycles) \
         if not issue else None
     if flat is not None:
-        issue, hoist, batches, chain = flat[0], flat[1], 1.0, flat[2]
+        issue, hoist, batches, chain, gathers = flat[0], flat[1], 1.0, flat[2], 0.0
     else:
         batches = load_batches(plain, threads, ev.regs)
         hoist = hoisting(getattr(ev, "result", None), passes) if passes and not ahead else 1.0
@@ -416,7 +430,7 @@ def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any
                      passes.again_bytes if passes else 0, hoist, strips,
                      short_rows(rep.main.loads if rep is not None and rep.main else (),
                                 strips.distinct_bytes() if strips is not None else None),
-                     atomic_requests(kernel, cfg, point, ev), waits, chain)
+                     atomic_requests(kernel, cfg, point, ev), waits, chain, 0.0 if ahead else gathers)
 
 
 def short_rows(loads: Sequence[Any], dram_bytes: Mapping[str, float] | None = None) -> float:
@@ -518,8 +532,8 @@ def hoisting(result: Any, passes: Any) -> float:
 
 
 def pass_issue(loops: Sequence[Any], passes: Any, threads: int, alu_cycles: float = 1.0
-               ) -> tuple[float, float, float] | None:
-    """(issue slots, exchange cycles, chain cycles) per warp per source iteration of a kernel whose main loop is one
+               ) -> tuple[float, float, float, float] | None:
+    """(issue slots, exchange cycles, chain cycles, dependent loads) per warp per source iteration of a kernel whose main loop is one
     of several passes over its data (pipeline.Passes: a row kernel's max pass, sum pass and output
     pass): the mean over the passes of each pass's SASS loop per iteration (its trip over its unroll
     u = the trip's load bytes per thread over one iteration's; 1 when pipelined or unknown) -- the
@@ -536,13 +550,15 @@ def pass_issue(loops: Sequence[Any], passes: Any, threads: int, alu_cycles: floa
         return None
     per = passes.thread_bytes if len(passes.thread_bytes) == len(walks) else (0.0,) * len(walks)
     elements = passes.exchange_elements if len(passes.exchange_elements) == len(walks) else (0.0,) * len(walks)
-    issue = cycles = chain = 0.0
+    issue = cycles = chain = gathers = 0.0
     for lp, b, e in zip(walks, per, elements):
         u = max(1, round(lp.global_load_bytes / b)) if b and lp.global_load_bytes and not lp.async_copies else 1
         issue += S.issue_slots(lp, alu_cycles) / u
         cycles += _exchange_cycles(lp, e) / u
         chain += lp.chain / u
-    return issue / len(walks), cycles / len(walks), chain / len(walks)
+        gathers += lp.dependent_loads / u
+    n = len(walks)
+    return issue / n, cycles / n, chain / n, gathers / n
 
 
 def load_batches(plain_bytes: int, threads: int, regs: int | None) -> float:
@@ -565,6 +581,7 @@ class LoopWork(NamedTuple):
     exchange: float     # shared-pipe cycles per warp per iteration: 0 unless the loop holds a barrier, term (g)
     waits: float        # waits per iteration for every wgmma in flight to complete: term (e)'s chain
     chain: float = 0.0  # cycles one warp alone takes per iteration (sass_chain): term (f)'s floor
+    gathers: float = 0.0  # loads per iteration whose address waits for an earlier load (term (a))
 
 
 def _sass_loop(result: Any, threads: int, rep: Any, trips: Sequence[float | None] | None = None,
@@ -583,10 +600,11 @@ def _sass_loop(result: Any, threads: int, rep: Any, trips: Sequence[float | None
     per_iter = sum(ld.slot_bytes for ld in main.loads) if main is not None else 0
     u = S.unroll(loop, threads, per_iter) if not (rep is not None and rep.ahead) else 1
     issue, barriers, chain = S.issue_slots(loop, alu_cycles) / u, float(loop.barriers), loop.chain / u
+    gathers = 0.0 if S.nested(loops, loop) else loop.dependent_loads / u
     cycles = _exchange_cycles(loop, main.exchange_elements if main is not None else 0.0) / u
     walks = pass_issue(loops, rep.passes() if rep is not None else None, threads, alu_cycles)
     if walks is not None and not S.nested(loops, loop):
-        issue, cycles, chain = walks
+        issue, cycles, chain, gathers = walks
     parts = []
     if share[0] and outer is not None and main is not None and main.parent >= 0:
         parts.append((share[0], S.own(outer, loops), rep.loops[main.parent].exchange_elements, True))
@@ -598,7 +616,7 @@ def _sass_loop(result: Any, threads: int, rep: Any, trips: Sequence[float | None
         chain += r * own.chain if issues else 0.0
         barriers += r * own.barriers
         cycles += r * _exchange_cycles(own, elements)
-    return LoopWork(u, issue, round(barriers), cycles, loop.mma_waits / u, chain)
+    return LoopWork(u, issue, round(barriers), cycles, loop.mma_waits / u, chain, gathers)
 
 
 def _exchange_cycles(loop: Any, elements: float) -> float:
@@ -700,6 +718,7 @@ class _Loop:
     dram_eff: float = 1.0  # share of DRAM bandwidth reached (short_rows)
     waits: float = 0.0     # waits for every wgmma in flight to complete per iteration (term (e)'s chain)
     chain: float = 0.0     # cycles one warp alone takes per iteration (term (f)'s floor; 0: unknown -> D)
+    gathers: float = 0.0   # extra latency waits per unpipelined iteration: dependent loads (term (a))
 
 
 def in_flight(c: int, lp: _Loop) -> float:
@@ -739,7 +758,7 @@ def _steps(r: _Rates, c: int, lp: _Loop, lat: float | None = None) -> dict[str, 
     else:
         issue = lp.issue * max(warps / 4, DEPENDENT_ISSUE_CYCLES) / r.clock if warps and lp.issue else 0.0
     serial = max(lp.issue * DEPENDENT_ISSUE_CYCLES, lp.chain) / r.clock if lp.warps else 0.0
-    return {"latency": L / lp.k if lp.k >= 1 else lp.batches * lp.hoist * L + own + serial,
+    return {"latency": L / lp.k if lp.k >= 1 else (lp.batches * lp.hoist + lp.gathers) * L + own + serial,
             "dram": c * lp.d / (r.bw / per) / lp.dram_eff,
             "l2": c * lp.t / (r.l2 / per), "shared": c * lp.s / (r.smem / per), "tensor": max(c * lp.f / (r.peak / per), chain if lp.waits else 0.0),
             "issue": issue, "exchange": warps * lp.exchange / r.clock}
@@ -828,7 +847,8 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
     common = dict(config=dict(cfg), point=point, source=res.source, blocks_per_sm=B, grid=grid, iterations=n,
                   tiles_in_flight=k, dram_per_iter=d, tile_per_iter=t, shared_per_iter=s, flops_per_iter=f,
                   roofline_mem_s=nbytes / r.bw, roofline_comp_s=flops / r.peak, launch_s=launch_s,
-                  passes=res.passes, reread_miss=miss, hoist=res.hoist, revisit_bytes=revisit, dram_eff=res.dram_eff)
+                  passes=res.passes, reread_miss=miss, hoist=res.hoist, revisit_bytes=revisit, dram_eff=res.dram_eff,
+                  issue_slots=res.issue_per_iter, chain_cycles=res.chain_cycles, dependent_loads=res.gathers)
     if B <= 0:
         inf = math.inf
         return Estimate(fits=False, slots=0, waves=0, tail_ctas=0, latency_step_s=inf, dram_step_s=inf,
@@ -837,7 +857,7 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
                         latency_s=inf, step_s=inf, waves_s=inf, tail_s=inf,
                         secondary_s=0.0, spill_s=0.0, total_s=inf, bound="does not fit", **common)
     lp = _Loop(d, t, s, f, k, max(1, res.unroll), res.threads // 32, res.batches, res.hoist, res.issue_per_iter,
-               res.exchange_cycles, res.dram_eff, res.mma_waits, res.chain_cycles)
+               res.exchange_cycles, res.dram_eff, res.mma_waits, res.chain_cycles, res.gathers)
     main = _kernel(r, grid, B, n, lp) if ragged is None else _ragged(r, ragged, B, lp)
     second = sum(_kernel(r, x.grid, x.blocks_per_sm, x.iterations,
                          _Loop(float(x.dram_bytes), float(x.tile_bytes), 0.0, 0.0, min(x.ahead, x.iterations)),

@@ -50,6 +50,8 @@ class SassLoop:
                                 # serialized wgmma waits after every one
     chain: float = 0.0          # cycles one warp alone on its scheduler takes per trip: its in-order issue
                                 # and dependency chains (sass_chain.trip_cycles); 0 when not worked out
+    dependent_loads: float = 0.0  # global loads per trip whose address waits for an earlier load's data
+                                  # (sass_chain.dependent_loads: a gather's index, a search's next probe)
 
 
 def _ldg_bytes(op: str) -> int:
@@ -95,7 +97,7 @@ def straight_line(sass: str) -> SassLoop | None:
 def _span(insts: list[tuple[int, str, str]], start: int, end: int, inner: bool, sass: str = "") -> SassLoop:
     """The counts of the instructions from address `start` to `end` (NOPs left out); with the listing,
     one warp's chain cycles too."""
-    from .sass_chain import trip_cycles
+    from .sass_chain import dependent_loads, trip_cycles
     kept = [(op, args) for a, op, args in insts if start <= a <= end and not op.startswith("NOP")]
     body = [op for op, _ in kept]
     ldg = [op for op in body if _is_global_load(op)]
@@ -109,7 +111,8 @@ def _span(insts: list[tuple[int, str, str]], start: int, end: int, inner: bool, 
                     sum(op.startswith(("STS.U8", "STS.S8")) for op in body), sum(op.split(".")[0] in ALU_OPS for op in body),
                     sum(op.startswith("WARPGROUP.DEPBAR") and args.replace(" ", "").endswith("gsb0,0x0")
                         for op, args in kept),
-                    trip_cycles(sass, start, end) if sass else 0.0)
+                    trip_cycles(sass, start, end) if sass else 0.0,
+                    dependent_loads(sass, start, end) if sass else 0.0)
 
 
 def _load_waves(ops: list[str]) -> int:
@@ -187,7 +190,8 @@ def own(outer: SassLoop, loops: list[SassLoop]) -> SassLoop:
 
 
 _COUNTS = ("instructions", "global_load_bytes", "global_loads", "mufu", "mma", "async_copies", "barriers",
-           "shared_ops", "load_waves", "narrow_stores", "alu", "mma_waits", "chain")
+           "shared_ops", "load_waves", "narrow_stores", "alu", "mma_waits", "chain",
+           "dependent_loads")
 
 
 def with_trips(outer: SassLoop, inner: list[tuple[SassLoop, float]]) -> SassLoop:

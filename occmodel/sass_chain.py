@@ -114,7 +114,7 @@ def decode(sass: str, start: int, end: int) -> list[tuple[list[str], list[str], 
 
 
 @lru_cache(maxsize=1024)
-def trip_cycles(sass: str, start: int, end: int, memory: float = 0.0) -> float:
+def trip_cycles(sass: str, start: int, end: int, memory: float = 0.0, loads_only: bool = False) -> float:
     """Cycles one trip of the loop from `start` to `end` adds for a warp alone on its scheduler, in
     steady state (module doc), a global load's data arriving `memory` cycles after it issues (0: at
     once -- the chain of the trip's own work); 0 for an empty span."""
@@ -127,12 +127,13 @@ def trip_cycles(sass: str, start: int, end: int, memory: float = 0.0) -> float:
     ends = []
     for _ in range(TRIPS):
         for reads, written, latency, pipe, cycles, barrier in body:
-            at = max([t] + [ready.get(r, 0.0) for r in reads])
+            operands = max([0.0] + [ready.get(r, 0.0) for r in reads])
+            at = t if loads_only and latency is not None else max(t, operands)
             if pipe is not None:
                 at = max(at, pipe_free.get(pipe, 0.0))
                 pipe_free[pipe] = at + cycles
             for w in written:
-                ready[w] = at + (memory if latency is None else latency)
+                ready[w] = max(at, operands) + (memory if latency is None else latency)
             t = at + (BARRIER_CYCLES if barrier else 1)
         ends.append(t)
     return (ends[-1] - ends[0]) / (TRIPS - 1)
@@ -150,3 +151,14 @@ def load_waits(sass: str, start: int, end: int) -> float:
     if not decode(sass, start, end):
         return 0.0
     return max(0.0, (trip_cycles(sass, start, end, _FAR) - trip_cycles(sass, start, end)) / _FAR)
+
+
+def dependent_loads(sass: str, start: int, end: int) -> float:
+    """Global loads per trip whose address waits for an earlier load's data (a gather's index, a
+    search's next probe, a block table's entry): the trip replayed with only loads stalling on their
+    operands, loads taking _FAR cycles, less the same with loads at once, over _FAR. 0 for a trip whose
+    loads all have addresses known up front."""
+    if not decode(sass, start, end):
+        return 0.0
+    slow = trip_cycles(sass, start, end, _FAR, True)
+    return max(0.0, (slow - trip_cycles(sass, start, end, 0.0, True)) / _FAR)

@@ -165,12 +165,12 @@ class _Result:
 
 def test_segment_work_is_shared_over_the_row_iterations():
     rep = _Report()
-    _, issue, barriers, cycles, _, _ = R._sass_loop(_Result(), 128, rep)
+    _, issue, barriers, cycles, *_ = R._sass_loop(_Result(), 128, rep)
     assert (issue, barriers, cycles) == (3.0, 0, 0.0)       # the row loop alone: no barrier, no exchange
     # 2 row iterations per segment trip (share 1/2), 4 per CTA (1/4): the segment's 7 slots / 2; its 2
     # shared accesses at the vector rate (9.5 cycles) / 2; the epilogue's 1 access at 1 cycle / 4, its
     # issue slots not charged (EPILOGUE_ISSUE)
-    _, issue, barriers, cycles, _, _ = R._sass_loop(_Result(), 128, rep, None, (0.5, 0.25))
+    _, issue, barriers, cycles, *_ = R._sass_loop(_Result(), 128, rep, None, (0.5, 0.25))
     assert issue == pytest.approx(3.0 + 7 / 2)
     assert cycles == pytest.approx(2 * R.EXCHANGE_CYCLES_PER_OP / 2 + 1 / 4)
     assert barriers == round(1 / 2 + 1 / 4)

@@ -46,7 +46,7 @@ def test_each_pass_costs_its_own_loop_per_iteration():
     loops = S.sass_loops(THREE_PASSES)
     # one source iteration loads 4 bytes per thread in every pass (pipeline.Passes.thread_bytes)
     passes = P.Passes(3, 0, 0, (4.0, 4.0, 4.0), (0.0, 0.0, 0.0))
-    issue, cycles, _ = R.pass_issue(loops, passes, 128)
+    issue, cycles, *_ = R.pass_issue(loops, passes, 128)
     # pass 1: 4 slots; pass 2: 6 + 7 (the MUFU op takes 8 slots); pass 3: 8 slots a trip over 2 iterations
     assert issue == pytest.approx((4 + 13 + 8 / 2) / 3)
     assert cycles == 0.0                                    # no barrier: no exchange
@@ -95,7 +95,7 @@ def test_a_real_three_pass_softmax_pairs_its_loops(shared_cache):
     # the exp passes issue more than the max pass; the cost is their mean per source iteration
     per_iter = [S.issue_slots(lp) / max(1, round(lp.global_load_bytes / 32)) for lp in walks]
     assert per_iter[1] > per_iter[0] and per_iter[2] > per_iter[0]
-    issue, _, _ = R.pass_issue(loops, passes, 128)
+    issue, *_ = R.pass_issue(loops, passes, 128)
     assert issue == pytest.approx(sum(per_iter) / 3)
     costed = R._sass_loop(res, 128, rep).issue
     assert costed == pytest.approx(issue)

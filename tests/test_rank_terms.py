@@ -142,6 +142,19 @@ def test_issue_term_with_a_warps_own_chain():
     assert R._steps(r, 1, long)["issue"] == pytest.approx(250e-9)
 
 
+def test_a_dependent_load_waits_a_latency_of_its_own():
+    """Term (a), unpipelined: a gather's row load waits for its index load, g = 1 more latency a step."""
+    r = R.rates(_cal(), peak_flops=1e15)
+    plain = R._Loop(d=1024, t=1024, s=0, f=0, k=0)
+    gather = R._Loop(d=1024, t=1024, s=0, f=0, k=0, gathers=1.0)
+    hoisted = R._Loop(d=1024, t=1024, s=0, f=0, k=0, hoist=0.25, gathers=0.25)   # 4 iterations a trip
+    assert R._steps(r, 1, plain)["latency"] == pytest.approx(700e-9)
+    assert R._steps(r, 1, gather)["latency"] == pytest.approx(2 * 700e-9)
+    assert R._steps(r, 1, hoisted)["latency"] == pytest.approx(0.5 * 700e-9)
+    # pipelined: the tiles ahead hide it (L / k), g is not charged
+    assert R._steps(r, 1, R._Loop(d=1024, t=1024, s=0, f=0, k=2, gathers=1.0))["latency"] == pytest.approx(350e-9)
+
+
 def test_a_compiled_loops_chain_reaches_the_issue_term():
     """_sass_loop reads the main loop's chain from its listing (sass_chain.trip_cycles over the unroll)."""
     listing = "\n".join(f"        /*{16 * i:04x}*/                   {text} ;" for i, text in enumerate(
@@ -151,6 +164,11 @@ def test_a_compiled_loops_chain_reaches_the_issue_term():
     # cycles a trip; 10 issue slots
     assert work.issue == pytest.approx(10.0)
     assert work.chain == pytest.approx(8 * 4.0)
+    assert work.gathers == pytest.approx(0.0, abs=1e-3)         # the FFMAs use the load; no load uses it
+    gather = "\n".join(f"        /*{16 * i:04x}*/                   {text} ;" for i, text in enumerate(
+        ["LDG.E R4, desc[UR4][R2.64]", "IMAD.WIDE R6, R4, 0x4, R8", "LDG.E R10, desc[UR4][R6.64]",
+         "FADD R11, R10, R11", "@!P0 BRA 0x0"]))
+    assert R._sass_loop(type("Result", (), {"sass": gather})(), 128, None).gathers == pytest.approx(1.0, abs=1e-3)
 
 
 def test_exchange_term_costs_a_loops_shared_round_trips():
@@ -564,7 +582,7 @@ def test_byte_stores_into_shared_memory_pay_the_conflicted_rate():
     dequantized halves ran at the 1-cycle rate.)"""
     lp = S.main_loop(S.sass_loops(NARROW_LOOP))
     assert (lp.shared_ops, lp.narrow_stores, lp.barriers, lp.mma) == (5, 2, 1, 1)   # IGMMA is a tensor op
-    u, _, barriers, cycles, _, _ = R._sass_loop(type("Result", (), {"sass": NARROW_LOOP})(), 128, None)
+    u, _, barriers, cycles, *_ = R._sass_loop(type("Result", (), {"sass": NARROW_LOOP})(), 128, None)
     assert (u, barriers) == (1, 1)
     assert cycles == pytest.approx(2 * R.EXCHANGE_CYCLES_PER_OP + 3 * 1.0)
 

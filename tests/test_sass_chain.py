@@ -81,3 +81,19 @@ def test_stores_write_nothing():
     # register R6 goes right after it. FFMA 0, STG 4, FADD 5, BRA 6, the next trip at 7
     lines = ["FFMA R10, R2, R3, R4", "STG.E desc[UR4][R6.64], R10", "FADD R11, R6, R5"]
     assert _trip(lines) == pytest.approx(7.0)
+
+
+def test_dependent_loads_count_loads_whose_address_comes_from_a_load():
+    # a gather: the index load, then the row at that index -- one load waits for another's data
+    gather = ["LDG.E R4, desc[UR4][R2.64]", "IMAD.WIDE R6, R4, 0x4, R8", "LDG.E R10, desc[UR4][R6.64]",
+              "FADD R11, R10, R5"]
+    # two independent loads, each used before the next issues: waits, but no address depends on a load
+    interleaved = ["LDG.E R4, desc[UR4][R2.64]", "FADD R11, R4, R5", "LDG.E R10, desc[UR4][R2.64+0x4]",
+                   "FADD R12, R10, R5"]
+    # a three-level chase (a binary search's probes): two loads wait for the one before
+    chase = ["LDG.E R4, desc[UR4][R2.64]", "LEA R6, P0, R4, R8, 0x2", "LDG.E R10, desc[UR4][R6.64]",
+             "LEA R12, P0, R10, R8, 0x2", "LDG.E R14, desc[UR4][R12.64]"]
+    assert C.dependent_loads(_listing(gather), 0, 0x40) == pytest.approx(1.0, abs=1e-3)
+    assert C.dependent_loads(_listing(interleaved), 0, 0x40) == pytest.approx(0.0, abs=1e-3)
+    assert C.load_waits(_listing(interleaved), 0, 0x40) == pytest.approx(2.0, abs=1e-3)
+    assert C.dependent_loads(_listing(chase), 0, 0x50) == pytest.approx(2.0, abs=1e-3)
