@@ -15,7 +15,7 @@ and one iteration of the c co-resident CTAs takes about the slowest of (all time
 
     step(c) = pmax(lat,                         (a) latency: L / k with k = tiles ahead >= 1;
                                                    unpipelined (k = 0) a CTA waits L, then computes:
-                                                   (b x h + g) x L + s / SMEM_sm + f / P_sm
+                                                   (b x h + g + r) x L + s / SMEM_sm + f / P_sm
                                                    + max(i x D, C) / clock (its warps' own instruction
                                                    stream: D cycles an instruction, or one warp's chain C
                                                    when longer, see term (f)), b = the round trips
@@ -25,7 +25,13 @@ and one iteration of the c co-resident CTAs takes about the slowest of (all time
                                                    iterations' loads together (hoisting), g the loads
                                                    per iteration whose address waits for an earlier
                                                    load's data (a gather's index, a bag's offsets:
-                                                   sass_chain.dependent_loads), each a latency more
+                                                   sass_chain.dependent_loads), each a latency more,
+                                                   r the further rounds of a trip that uses each load
+                                                   before it issues the next (the SASS replayed with
+                                                   slow loads: sass_chain.load_waits, less b x h + g),
+                                                   each weighted by the share of its loaded bytes that
+                                                   are new, t over the register loads' bytes
+                                                   (far_rounds: a convolution's overlapping taps hit L1)
                   c x d / (e x BW / SMs),      (b) its share of DRAM bandwidth; e <= 1 when a K loop reads
                                                    rows of fewer than 128 contiguous bytes per iteration
                                                    and the rest of them in its next ones (short_rows)
@@ -215,6 +221,19 @@ DEPENDENT_ISSUE_CYCLES = 3.0
 # two more points). Counting every full load wait the SASS replay finds instead (a load used before the
 # next one issues, too) read 0.848 / 0.778, 103, 111 with b x h as a floor -- depthwise_conv2d's
 # overlapping taps, L1 hits, charged a DRAM latency each (0.78 -> 0.21) -- and 0.834 in place of b x h.
+# Session 16 (same 216 cases): (1) sass.unroll reads a trip's unroll from the bytes a thread loads (replicated
+# elements included) -- selective_scan's trip was read as 6 chunks where it holds one; (2) term (a)'s further
+# rounds r (far_rounds: the replay's full load waits beyond b x h + g, each weighted by the share of the
+# iteration's loaded bytes that are new). Median / mean Spearman 0.857 / 0.782 -> 0.859 / 0.790, best in the
+# top 3 102 -> 105, #1 within 3 % 109 -> 111, median error 0.178 -> 0.173 (selective_scan 0.21 / 0.22 / 0.19
+# -> 0.64 / 0.62 / 0.61, gemv 0.80 / 0.63 / 0.70 -> 0.98 / 0.79 / 0.98, jagged_sum 0.53 / 0.27 / 0.12 ->
+# 0.68 / 0.72 / 0.46, depthwise_conv2d 0.86 / 0.78 / 0.57 -> 0.91 / 0.84 / 0.75). Worse: paged_decode 0.91 /
+# 0.96 / 0.94 -> 0.71 / 0.87 / 0.74 (its num_stages=2 trips replay 3-7 rounds, yet run as fast as the
+# pipelined ones), deform_attn 0.81 / 0.34 / 0.58 -> 0.62 / 0.01 / 0.26 (the unroll: its BLOCK_P=2 trips were
+# read as 2 iterations, which hid term (g) over-charging them), rmsnorm_bwd, paged_prefill_attn. Unroll alone:
+# 0.857 / 103 / 108; rounds alone (the old unroll): 0.857 / 103 / 110; rounds unweighted: the convolutions
+# fall (depthwise_conv2d 0.86 / 0.78 -> 0.49 / 0.32), and charging the further rounds the L2 latency instead
+# falls less but helps less (selective_scan 0.60).
 # The smooth maximum's exponent (step(c) = (sum of term^p)^(1/p)). Chosen after rounds 1 and 2 on all
 # 37 (kernel, point) cases measured so far (reports/rank_study_h200.md: median Spearman 0.835 with a
 # pure max, 0.871-0.873 with p = 3-5, 0.862 at 6; the estimate's #1 within 3 % of the best in 8 of 37
@@ -313,6 +332,7 @@ class Resources:
     mma_waits: float = 0.0   # waits for every wgmma in flight to complete, per iteration (_sass_loop)
     chain_cycles: float = 0.0     # cycles one warp alone takes per iteration (sass_chain; 0: unknown)
     gathers: float = 0.0     # loads per unpipelined iteration whose address waits for an earlier load's data
+    rounds: float = 0.0      # r: further latency rounds per unpipelined iteration, weighted (far_rounds)
 
 
 @dataclass(frozen=True)
@@ -361,6 +381,7 @@ class Estimate:
     issue_slots: float = 0.0        # i: issue slots per warp per iteration (term (f); 0: no SASS)
     chain_cycles: float = 0.0       # C: cycles one warp alone takes per iteration (term (f)'s floor; 0: no SASS)
     dependent_loads: float = 0.0    # g: loads per unpipelined iteration that wait for an earlier load (term (a))
+    load_rounds: float = 0.0        # r: further latency rounds per unpipelined iteration (term (a), far_rounds)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -411,26 +432,29 @@ def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any
             reads, flops = rep.main.shared_read_bytes, rep.main.dot_fp16_flops
     source = "compiled" if ev.source == "compiled" else "model"
     its = kernel.cta_iterations(cfg, point)
-    u, issue, barriers, exchange, waits, chain, gathers = _sass_loop(getattr(ev, "result", None), threads, rep,
+    u, issue, barriers, exchange, waits, chain, gathers, load_waits = _sass_loop(getattr(ev, "result", None), threads, rep,
                                                                      *loop_nest(kernel, cfg, point, ev, rep, its),
                                                                      alu_cycles=alu_cycles)
     plain = sum(ld.slot_bytes for ld in rep.main.loads if not ld.pipelined) if rep is not None and rep.main else 0
     passes = rep.passes() if rep is not None else None
     flat = unrolled_body(getattr(ev, "result", None), kernel.loop_iterations(cfg, point) or 1, ev.regs, alu_cycles) \
         if not issue else None
+    tile = loop_tile_bytes(kernel, cfg, point, rep)
     if flat is not None:
-        issue, hoist, batches, chain, gathers = flat[0], flat[1], 1.0, flat[2], 0.0
+        issue, hoist, batches, chain, gathers, rounds = flat[0], flat[1], 1.0, flat[2], 0.0, 0.0
     else:
         batches = load_batches(plain, threads, ev.regs)
         hoist = hoisting(getattr(ev, "result", None), passes) if passes and not ahead else 1.0
+        rounds = far_rounds(load_waits, batches * hoist + gathers, tile, plain)
     strips = operand_strips(kernel, cfg, point, ev, rep, its)
-    return Resources(blocks, threads, loop_tile_bytes(kernel, cfg, point, rep), ahead, int(ev.spills or 0), source,
+    return Resources(blocks, threads, tile, ahead, int(ev.spills or 0), source,
                      reads, flops, u, issue, barriers, exchange, batches,
                      max(1, passes.count) if passes else 1, passes.first_bytes if passes else 0,
                      passes.again_bytes if passes else 0, hoist, strips,
                      short_rows(rep.main.loads if rep is not None and rep.main else (),
                                 strips.distinct_bytes() if strips is not None else None),
-                     atomic_requests(kernel, cfg, point, ev), waits, chain, 0.0 if ahead else gathers)
+                     atomic_requests(kernel, cfg, point, ev), waits, chain, 0.0 if ahead else gathers,
+                     0.0 if ahead else rounds)
 
 
 def short_rows(loads: Sequence[Any], dram_bytes: Mapping[str, float] | None = None) -> float:
@@ -561,6 +585,20 @@ def pass_issue(loops: Sequence[Any], passes: Any, threads: int, alu_cycles: floa
     return issue / n, cycles / n, chain / n, gathers / n
 
 
+def far_rounds(waits: float, counted: float, new_bytes: float, loaded_bytes: float) -> float:
+    """Latency rounds an unpipelined iteration waits beyond the `counted` ones (b x h + g): the SASS
+    replay's full load waits (sass_chain.load_waits over the unroll: a trip that uses each load before
+    it issues the next waits once per load) less those, each weighted by the share of the iteration's
+    register-loaded bytes that are new to the SM -- `new_bytes` (t, the tile the loop brings in) over
+    `loaded_bytes` (its register loads' slot bytes), at most 1. A scan that loads five fresh tiles one
+    after another waits five latencies; a convolution whose taps re-read what its neighbour tap just
+    loaded (L1 hits: t / loaded ~ 1 / taps) waits about none more. 0 when nothing more is waited."""
+    if waits <= counted:
+        return 0.0
+    share = min(1.0, new_bytes / loaded_bytes) if loaded_bytes > 0 else 1.0
+    return (waits - counted) * share
+
+
 def load_batches(plain_bytes: int, threads: int, regs: int | None) -> float:
     """Latency round trips of one unpipelined iteration: a thread can hold no more loaded words than it
     has registers, so an iteration whose register loads (the main loop's plain tt.loads) bring W words
@@ -582,6 +620,7 @@ class LoopWork(NamedTuple):
     waits: float        # waits per iteration for every wgmma in flight to complete: term (e)'s chain
     chain: float = 0.0  # cycles one warp alone takes per iteration (sass_chain): term (f)'s floor
     gathers: float = 0.0  # loads per iteration whose address waits for an earlier load (term (a))
+    load_waits: float = 0.0  # full load latencies one warp waits out per iteration (sass_chain.load_waits)
 
 
 def _sass_loop(result: Any, threads: int, rep: Any, trips: Sequence[float | None] | None = None,
@@ -590,6 +629,7 @@ def _sass_loop(result: Any, threads: int, rep: Any, trips: Sequence[float | None
     plus, per iteration, share[0] trips of the work the loop around it does on its own and share[1]
     of the work outside every loop (loop_nest); LoopWork(1, 0.0, 0, 0.0, 0.0) without SASS."""
     from . import sass as S
+    from .sass_chain import load_waits
     loops = S.sass_loops(getattr(result, "sass", None) or "")
     loop = S.main_loop(loops)
     if loop is None:
@@ -598,7 +638,9 @@ def _sass_loop(result: Any, threads: int, rep: Any, trips: Sequence[float | None
     loop = nest_trips(loop, S.nested(loops, loop), trips)
     main = rep.main if rep is not None else None
     per_iter = sum(ld.slot_bytes for ld in main.loads) if main is not None else 0
-    u = S.unroll(loop, threads, per_iter) if not (rep is not None and rep.ahead) else 1
+    plain = main.loads if main is not None else ()
+    per_thread = sum(ld.thread_bytes for ld in plain) if plain and all(ld.thread_bytes > 0 for ld in plain) else 0.0
+    u = S.unroll(loop, threads, per_iter, per_thread) if not (rep is not None and rep.ahead) else 1
     issue, barriers, chain = S.issue_slots(loop, alu_cycles) / u, float(loop.barriers), loop.chain / u
     gathers = 0.0 if S.nested(loops, loop) else loop.dependent_loads / u
     cycles = _exchange_cycles(loop, main.exchange_elements if main is not None else 0.0) / u
@@ -616,7 +658,9 @@ def _sass_loop(result: Any, threads: int, rep: Any, trips: Sequence[float | None
         chain += r * own.chain if issues else 0.0
         barriers += r * own.barriers
         cycles += r * _exchange_cycles(own, elements)
-    return LoopWork(u, issue, round(barriers), cycles, loop.mma_waits / u, chain, gathers)
+    rounds = 0.0 if S.nested(loops, loop) or walks is not None else \
+        load_waits(getattr(result, "sass", None) or "", loop.start, loop.end) / u
+    return LoopWork(u, issue, round(barriers), cycles, loop.mma_waits / u, chain, gathers, rounds)
 
 
 def _exchange_cycles(loop: Any, elements: float) -> float:
@@ -719,6 +763,7 @@ class _Loop:
     waits: float = 0.0     # waits for every wgmma in flight to complete per iteration (term (e)'s chain)
     chain: float = 0.0     # cycles one warp alone takes per iteration (term (f)'s floor; 0: unknown -> D)
     gathers: float = 0.0   # extra latency waits per unpipelined iteration: dependent loads (term (a))
+    rounds: float = 0.0    # and further load rounds, weighted by the share of new bytes (far_rounds)
 
 
 def in_flight(c: int, lp: _Loop) -> float:
@@ -758,7 +803,7 @@ def _steps(r: _Rates, c: int, lp: _Loop, lat: float | None = None) -> dict[str, 
     else:
         issue = lp.issue * max(warps / 4, DEPENDENT_ISSUE_CYCLES) / r.clock if warps and lp.issue else 0.0
     serial = max(lp.issue * DEPENDENT_ISSUE_CYCLES, lp.chain) / r.clock if lp.warps else 0.0
-    return {"latency": L / lp.k if lp.k >= 1 else (lp.batches * lp.hoist + lp.gathers) * L + own + serial,
+    return {"latency": L / lp.k if lp.k >= 1 else (lp.batches * lp.hoist + lp.gathers + lp.rounds) * L + own + serial,
             "dram": c * lp.d / (r.bw / per) / lp.dram_eff,
             "l2": c * lp.t / (r.l2 / per), "shared": c * lp.s / (r.smem / per), "tensor": max(c * lp.f / (r.peak / per), chain if lp.waits else 0.0),
             "issue": issue, "exchange": warps * lp.exchange / r.clock}
@@ -848,7 +893,8 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
                   tiles_in_flight=k, dram_per_iter=d, tile_per_iter=t, shared_per_iter=s, flops_per_iter=f,
                   roofline_mem_s=nbytes / r.bw, roofline_comp_s=flops / r.peak, launch_s=launch_s,
                   passes=res.passes, reread_miss=miss, hoist=res.hoist, revisit_bytes=revisit, dram_eff=res.dram_eff,
-                  issue_slots=res.issue_per_iter, chain_cycles=res.chain_cycles, dependent_loads=res.gathers)
+                  issue_slots=res.issue_per_iter, chain_cycles=res.chain_cycles, dependent_loads=res.gathers,
+                  load_rounds=res.rounds)
     if B <= 0:
         inf = math.inf
         return Estimate(fits=False, slots=0, waves=0, tail_ctas=0, latency_step_s=inf, dram_step_s=inf,
@@ -857,7 +903,7 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
                         latency_s=inf, step_s=inf, waves_s=inf, tail_s=inf,
                         secondary_s=0.0, spill_s=0.0, total_s=inf, bound="does not fit", **common)
     lp = _Loop(d, t, s, f, k, max(1, res.unroll), res.threads // 32, res.batches, res.hoist, res.issue_per_iter,
-               res.exchange_cycles, res.dram_eff, res.mma_waits, res.chain_cycles, res.gathers)
+               res.exchange_cycles, res.dram_eff, res.mma_waits, res.chain_cycles, res.gathers, res.rounds)
     main = _kernel(r, grid, B, n, lp) if ragged is None else _ragged(r, ragged, B, lp)
     second = sum(_kernel(r, x.grid, x.blocks_per_sm, x.iterations,
                          _Loop(float(x.dram_bytes), float(x.tile_bytes), 0.0, 0.0, min(x.ahead, x.iterations)),

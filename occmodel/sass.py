@@ -202,12 +202,27 @@ def with_trips(outer: SassLoop, inner: list[tuple[SassLoop, float]]) -> SassLoop
                     inner=outer.inner)
 
 
-def unroll(loop: SassLoop, threads: int, bytes_per_iteration: int) -> int:
-    """Source iterations one trip covers: the trip's global-load bytes over what one source
-    iteration loads (from the TTGIR); 1 when either is unknown or the trip loads less."""
-    if loop.global_load_bytes <= 0 or bytes_per_iteration <= 0:
+def unroll(loop: SassLoop, threads: int, bytes_per_iteration: int, thread_bytes: float = 0.0) -> int:
+    """Source iterations one trip covers: the trip's global-load bytes per thread over what one source
+    iteration loads per thread -- `thread_bytes`, its register loads' elements per thread with the
+    replicated ones (a load in a broadcast layout is issued by every thread holding a copy), when known,
+    else the TTGIR's bytes over the threads; 1 when unknown or the trip loads less. From thread_bytes, a
+    ratio no whole number explains to within UNROLL_SLACK (a load Triton issued twice for two layouts)
+    reads 1: an unrolled trip repeats every load exactly."""
+    if loop.global_load_bytes <= 0:
+        return 1
+    if thread_bytes > 0:
+        r = loop.global_load_bytes / thread_bytes
+        return max(1, round(r)) if abs(r - round(r)) <= UNROLL_SLACK else 1
+    if bytes_per_iteration <= 0:
         return 1
     return max(1, round(loop.global_load_bytes * threads / bytes_per_iteration))
+
+
+# how far from a whole number a trip's bytes over one iteration's may be and still read as an unroll
+# (session 16: selective_scan's 16-warp trip loads 40 bytes a thread against 24 for one chunk -- u was
+# read as 6, issue and chain divided by 6; exact unrolls read 2.0, 4.0)
+UNROLL_SLACK = 0.15
 
 
 # one MUFU op (16 lanes per clock per SM on sm_80..sm_120) takes 8 issue slots of a 128-lane op

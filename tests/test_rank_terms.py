@@ -171,6 +171,44 @@ def test_a_compiled_loops_chain_reaches_the_issue_term():
     assert R._sass_loop(type("Result", (), {"sass": gather})(), 128, None).gathers == pytest.approx(1.0, abs=1e-3)
 
 
+def test_unroll_from_the_bytes_each_thread_loads():
+    """A trip unrolled u times repeats each load exactly: its bytes a thread are u x one iteration's
+    (replicated elements included). A ratio no whole number explains is not an unroll."""
+    lp = S.sass_loops(LISTING)[0]                  # 32 B a thread a trip
+    assert S.unroll(lp, 128, 1024, thread_bytes=8.0) == 4
+    assert S.unroll(lp, 128, 1024, thread_bytes=16.0) == 2
+    # selective_scan's 16-warp chunk: 40 B a trip against 24 B an iteration -- one chunk a trip (1.67 is
+    # no unroll), where the TTGIR's unique bytes (3,584 over 512 threads) would read 40 / 7 -> 6
+    scan = S.SassLoop(0, 0x10, 958, 40, 20, 0, 0, 0, True)
+    assert S.unroll(scan, 512, 3584) == 6
+    assert S.unroll(scan, 512, 3584, thread_bytes=24.0) == 1
+
+
+def test_far_rounds_weigh_further_load_waits_by_the_new_bytes():
+    """Term (a): waits beyond b x h + g each cost a latency times the share of loaded bytes that are new."""
+    # a scan loading five fresh tiles one after another: 5 waits, 1 counted, all bytes new -> 4 more
+    assert R.far_rounds(5.0, 1.0, new_bytes=2048, loaded_bytes=2048) == pytest.approx(4.0)
+    # the same with half its bytes re-read (B / C rows shared by the CTAs of a batch row): 2
+    assert R.far_rounds(5.0, 1.0, new_bytes=1024, loaded_bytes=2048) == pytest.approx(2.0)
+    # a 7x7 convolution's row of taps: 7 tap tiles loaded, one tile's worth new -> 3 waits cost 2 / 7
+    assert R.far_rounds(3.0, 1.0, new_bytes=1024, loaded_bytes=7 * 1024) == pytest.approx(2 / 7)
+    assert R.far_rounds(1.0, 1.0, 1024, 1024) == 0.0 and R.far_rounds(0.5, 1.0, 1024, 1024) == 0.0
+    # in term (a): (b x h + g + r) x L
+    r = R.rates(_cal(), peak_flops=1e15)
+    lp = R._Loop(d=1024, t=1024, s=0, f=0, k=0, rounds=2.0)
+    assert R._steps(r, 1, lp)["latency"] == pytest.approx(3 * 700e-9)
+
+
+def test_a_compiled_loops_load_waits_reach_the_loop_work():
+    """_sass_loop counts the full load waits of a trip that uses each load before it issues the next."""
+    listing = "\n".join(f"        /*{16 * i:04x}*/                   {text} ;" for i, text in enumerate(
+        ["LDG.E R4, desc[UR4][R2.64]", "FADD R11, R4, R11", "LDG.E R5, desc[UR4][R8.64]", "FADD R11, R5, R11",
+         "LDG.E R6, desc[UR4][R12.64]", "FADD R11, R6, R11", "@!P0 BRA 0x0"]))
+    work = R._sass_loop(type("Result", (), {"sass": listing})(), 128, None)
+    assert work.load_waits == pytest.approx(3.0, abs=1e-3)
+    assert work.gathers == pytest.approx(0.0, abs=1e-3)        # no address comes from a load
+
+
 def test_exchange_term_costs_a_loops_shared_round_trips():
     """Term (g): a main loop holding a block-wide barrier sends its shared loads / stores through the
     SM's one shared-memory pipe; a vector reduction across warps pays EXCHANGE_CYCLES_PER_OP per access
