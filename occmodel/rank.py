@@ -224,16 +224,18 @@ DEPENDENT_ISSUE_CYCLES = 3.0
 # Session 16 (same 216 cases): (1) sass.unroll reads a trip's unroll from the bytes a thread loads (replicated
 # elements included) -- selective_scan's trip was read as 6 chunks where it holds one; (2) term (a)'s further
 # rounds r (far_rounds: the replay's full load waits beyond b x h + g, each weighted by the share of the
-# iteration's loaded bytes that are new). Median / mean Spearman 0.857 / 0.782 -> 0.859 / 0.790, best in the
-# top 3 102 -> 105, #1 within 3 % 109 -> 111, median error 0.178 -> 0.173 (selective_scan 0.21 / 0.22 / 0.19
-# -> 0.64 / 0.62 / 0.61, gemv 0.80 / 0.63 / 0.70 -> 0.98 / 0.79 / 0.98, jagged_sum 0.53 / 0.27 / 0.12 ->
-# 0.68 / 0.72 / 0.46, depthwise_conv2d 0.86 / 0.78 / 0.57 -> 0.91 / 0.84 / 0.75). Worse: paged_decode 0.91 /
-# 0.96 / 0.94 -> 0.71 / 0.87 / 0.74 (its num_stages=2 trips replay 3-7 rounds, yet run as fast as the
-# pipelined ones), deform_attn 0.81 / 0.34 / 0.58 -> 0.62 / 0.01 / 0.26 (the unroll: its BLOCK_P=2 trips were
-# read as 2 iterations, which hid term (g) over-charging them), rmsnorm_bwd, paged_prefill_attn. Unroll alone:
-# 0.857 / 103 / 108; rounds alone (the old unroll): 0.857 / 103 / 110; rounds unweighted: the convolutions
-# fall (depthwise_conv2d 0.86 / 0.78 -> 0.49 / 0.32), and charging the further rounds the L2 latency instead
-# falls less but helps less (selective_scan 0.60).
+# iteration's loaded bytes that are new; none when the loop streams its data by async copies and its register
+# loads are a block table's entries). Median / mean Spearman 0.857 / 0.782 -> 0.863 / 0.792, best in the top 3
+# 102 -> 106, #1 within 3 % 109 -> 111, median error 0.178 -> 0.172 (selective_scan 0.21 / 0.22 / 0.19 -> 0.64
+# / 0.62 / 0.61, gemv 0.80 / 0.63 / 0.70 -> 0.98 / 0.79 / 0.98, jagged_sum 0.53 / 0.27 / 0.12 -> 0.68 / 0.72 /
+# 0.46, depthwise_conv2d 0.86 / 0.78 / 0.57 -> 0.91 / 0.84 / 0.75). Worse: deform_attn 0.81 / 0.34 / 0.58 ->
+# 0.62 / 0.01 / 0.26 (the unroll: its BLOCK_P=2 trips were read as 2 iterations, which hid term (g)
+# over-charging them), paged_decode 0.91 / 0.96 / 0.94 -> 0.85 / 0.92 / 0.86 (its unpipelined trips replay 2-8
+# rounds of page-then-rows loads; they run 10-50 % slower than the pipelined ones, not 2-3x), rmsnorm_bwd 0.75 /
+# 0.85 -> 0.59 / 0.73, embedding_bag's third point 0.67 -> 0.54. Unroll alone: 0.857 / 103 / 108; rounds alone
+# (the old unroll): 0.857 / 103 / 110; rounds unweighted: the convolutions fall (depthwise_conv2d 0.86 / 0.78 ->
+# 0.49 / 0.32), and charging the further rounds the L2 latency instead falls less but helps less
+# (selective_scan 0.60); with rounds in async-copy loops too: paged_decode 0.71 / 0.87 / 0.74.
 # The smooth maximum's exponent (step(c) = (sum of term^p)^(1/p)). Chosen after rounds 1 and 2 on all
 # 37 (kernel, point) cases measured so far (reports/rank_study_h200.md: median Spearman 0.835 with a
 # pure max, 0.871-0.873 with p = 3-5, 0.862 at 6; the estimate's #1 within 3 % of the best in 8 of 37
@@ -445,7 +447,8 @@ def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any
     else:
         batches = load_batches(plain, threads, ev.regs)
         hoist = hoisting(getattr(ev, "result", None), passes) if passes and not ahead else 1.0
-        rounds = far_rounds(load_waits, batches * hoist + gathers, tile, plain)
+        streamed = 0 if rep is not None and rep.main is not None and any(ld.pipelined for ld in rep.main.loads) else tile
+        rounds = far_rounds(load_waits, batches * hoist + gathers, streamed, plain)
     strips = operand_strips(kernel, cfg, point, ev, rep, its)
     return Resources(blocks, threads, tile, ahead, int(ev.spills or 0), source,
                      reads, flops, u, issue, barriers, exchange, batches,
@@ -592,7 +595,8 @@ def far_rounds(waits: float, counted: float, new_bytes: float, loaded_bytes: flo
     register-loaded bytes that are new to the SM -- `new_bytes` (t, the tile the loop brings in) over
     `loaded_bytes` (its register loads' slot bytes), at most 1. A scan that loads five fresh tiles one
     after another waits five latencies; a convolution whose taps re-read what its neighbour tap just
-    loaded (L1 hits: t / loaded ~ 1 / taps) waits about none more. 0 when nothing more is waited."""
+    loaded (L1 hits: t / loaded ~ 1 / taps) waits about none more. 0 when nothing more is waited; the caller
+    passes new_bytes 0 for a loop that streams its data by async copies (its register loads are indices)."""
     if waits <= counted:
         return 0.0
     share = min(1.0, new_bytes / loaded_bytes) if loaded_bytes > 0 else 1.0
