@@ -633,23 +633,23 @@ def _sass_loop(result: Any, threads: int, rep: Any, trips: Sequence[float | None
     plus, per iteration, share[0] trips of the work the loop around it does on its own and share[1]
     of the work outside every loop (loop_nest); LoopWork(1, 0.0, 0, 0.0, 0.0) without SASS."""
     from . import sass as S
-    from .sass_chain import load_waits
     loops = S.sass_loops(getattr(result, "sass", None) or "")
     loop = S.main_loop(loops)
     if loop is None:
         return LoopWork(1, 0.0, 0, 0.0, 0.0)
     outer = S.enclosing(loops, loop)
-    loop = nest_trips(loop, S.nested(loops, loop), trips)
+    inside = S.nested(loops, loop)
+    loop = nest_trips(loop, inside, trips)
     main = rep.main if rep is not None else None
     per_iter = sum(ld.slot_bytes for ld in main.loads) if main is not None else 0
-    plain = main.loads if main is not None else ()
-    per_thread = sum(ld.thread_bytes for ld in plain) if plain and all(ld.thread_bytes > 0 for ld in plain) else 0.0
+    loads = main.loads if main is not None else ()
+    per_thread = sum(ld.thread_bytes for ld in loads) if loads and all(ld.thread_bytes > 0 for ld in loads) else 0.0
     u = S.unroll(loop, threads, per_iter, per_thread) if not (rep is not None and rep.ahead) else 1
     issue, barriers, chain = S.issue_slots(loop, alu_cycles) / u, float(loop.barriers), loop.chain / u
-    gathers = 0.0 if S.nested(loops, loop) else loop.dependent_loads / u
+    gathers = 0.0 if inside else loop.dependent_loads / u
     cycles = _exchange_cycles(loop, main.exchange_elements if main is not None else 0.0) / u
     walks = pass_issue(loops, rep.passes() if rep is not None else None, threads, alu_cycles)
-    if walks is not None and not S.nested(loops, loop):
+    if walks is not None and not inside:
         issue, cycles, chain, gathers = walks
     parts = []
     if share[0] and outer is not None and main is not None and main.parent >= 0:
@@ -662,8 +662,7 @@ def _sass_loop(result: Any, threads: int, rep: Any, trips: Sequence[float | None
         chain += r * own.chain if issues else 0.0
         barriers += r * own.barriers
         cycles += r * _exchange_cycles(own, elements)
-    rounds = 0.0 if S.nested(loops, loop) or walks is not None else \
-        load_waits(getattr(result, "sass", None) or "", loop.start, loop.end) / u
+    rounds = 0.0 if inside or walks is not None else loop.load_waits / u
     return LoopWork(u, issue, round(barriers), cycles, loop.mma_waits / u, chain, gathers, rounds)
 
 

@@ -52,6 +52,8 @@ class SassLoop:
                                 # and dependency chains (sass_chain.trip_cycles); 0 when not worked out
     dependent_loads: float = 0.0  # global loads per trip whose address waits for an earlier load's data
                                   # (sass_chain.dependent_loads: a gather's index, a search's next probe)
+    load_waits: float = 0.0     # full global-load latencies one warp waits out per trip (sass_chain.load_waits:
+                                # once per round of loads it uses before it issues the next)
 
 
 def _ldg_bytes(op: str) -> int:
@@ -96,8 +98,8 @@ def straight_line(sass: str) -> SassLoop | None:
 
 def _span(insts: list[tuple[int, str, str]], start: int, end: int, inner: bool, sass: str = "") -> SassLoop:
     """The counts of the instructions from address `start` to `end` (NOPs left out); with the listing,
-    one warp's chain cycles too."""
-    from .sass_chain import dependent_loads, trip_cycles
+    one warp's chain cycles, dependent loads and load waits too (sass_chain)."""
+    from .sass_chain import dependent_loads, load_waits, trip_cycles
     kept = [(op, args) for a, op, args in insts if start <= a <= end and not op.startswith("NOP")]
     body = [op for op, _ in kept]
     ldg = [op for op in body if _is_global_load(op)]
@@ -112,7 +114,8 @@ def _span(insts: list[tuple[int, str, str]], start: int, end: int, inner: bool, 
                     sum(op.startswith("WARPGROUP.DEPBAR") and args.replace(" ", "").endswith("gsb0,0x0")
                         for op, args in kept),
                     trip_cycles(sass, start, end) if sass else 0.0,
-                    dependent_loads(sass, start, end) if sass else 0.0)
+                    dependent_loads(sass, start, end) if sass else 0.0,
+                    load_waits(sass, start, end) if sass else 0.0)
 
 
 def _load_waves(ops: list[str]) -> int:
@@ -191,7 +194,7 @@ def own(outer: SassLoop, loops: list[SassLoop]) -> SassLoop:
 
 _COUNTS = ("instructions", "global_load_bytes", "global_loads", "mufu", "mma", "async_copies", "barriers",
            "shared_ops", "load_waves", "narrow_stores", "alu", "mma_waits", "chain",
-           "dependent_loads")
+           "dependent_loads", "load_waits")
 
 
 def with_trips(outer: SassLoop, inner: list[tuple[SassLoop, float]]) -> SassLoop:
