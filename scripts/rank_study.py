@@ -400,10 +400,14 @@ def _check(kernel, cfg, inputs, ref, point) -> dict[str, Any]:
 
 
 def measure_point(kernel, cfgs: list[dict], skip: list[str], point: dict, samples: int, l2: int, seed: int,
-                  group: int = 16) -> tuple[list[list[float]], list[str], list[dict | None]]:
+                  group: int = 16, progress: Path | None = None) -> tuple[list[list[float]], list[str], list[dict | None]]:
     """Per config: its samples (s per launch), '' or an error, the correctness check. Configs in
     random order, in groups of `group` whose benches live together; each group times `samples`
-    rounds, every config once per round in a fresh random order."""
+    rounds, every config once per round in a fresh random order. `progress`: a file that holds the
+    index of the config being checked or timed (what `measure_isolated` blames for a lost context)."""
+    def mark(i: int) -> None:
+        if progress is not None:
+            progress.write_text(str(i))
     import torch
     from occmodel import gpu
     rng = random.Random(seed)
@@ -430,6 +434,7 @@ def measure_point(kernel, cfgs: list[dict], skip: list[str], point: dict, sample
     for g in range(0, len(order), group):
         benches = {}
         for i in order[g:g + group]:
+            mark(i)
             try:
                 if ref is not None:
                     checks[i] = _check(kernel, full[i], fresh(), ref, point)
@@ -442,12 +447,47 @@ def measure_point(kernel, cfgs: list[dict], skip: list[str], point: dict, sample
             names = list(benches)
             rng.shuffle(names)
             for i in names:
+                mark(i)
                 times[i].append(benches[i].sample())
         del benches
         torch.cuda.empty_cache()
     del sets, ref
     torch.cuda.empty_cache()
     return times, errors, checks
+
+
+def _measure_child(name: str, cfgs: list[dict], skip: list[str], point: dict, samples: int, l2: int, seed: int,
+                   progress: str):
+    """(child process) `measure_point` for one kernel at one point."""
+    kernel, _ = load_kernel(name)
+    return measure_point(kernel, cfgs, skip, point, samples, l2, seed, progress=Path(progress))
+
+
+def measure_isolated(name: str, cfgs: list[dict], skip: list[str], point: dict, samples: int, l2: int, seed: int,
+                     log, retries: int = 8):
+    """`measure_point` in a child process of its own, so that a config that faults (an illegal memory
+    access leaves the CUDA context unusable) costs that config alone: the child's progress file names the
+    config it was on; that config is recorded as failed ('fault: ...') and the point measured again
+    without it, at most `retries` times. A fault with no config to blame is raised."""
+    import multiprocessing as mp
+    import tempfile
+    from concurrent.futures import ProcessPoolExecutor
+    skip = list(skip)
+    for _ in range(retries + 1):
+        with tempfile.TemporaryDirectory() as tmp:
+            progress = Path(tmp) / "progress"
+            try:
+                with ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn")) as pool:
+                    return pool.submit(_measure_child, name, cfgs, skip, point, samples, l2, seed,
+                                       str(progress)).result()
+            except Exception as exc:  # noqa: BLE001 - the child's context is gone; blame its config
+                text = progress.read_text() if progress.exists() else ""
+                if not text.isdigit() or skip[int(text)]:
+                    raise
+                i = int(text)
+                skip[i] = f"fault: {type(exc).__name__}: {exc}".splitlines()[0][:300]
+                log(f"{name} {point}: config {cfgs[i]} faulted ({skip[i]}); measuring the point again without it")
+    raise RuntimeError(f"{name} {point}: more than {retries} configs faulted")
 
 
 def calibrate(spec, log) -> dict[str, Any]:
@@ -499,7 +539,7 @@ def cmd_measure(args) -> int:
             for j, pt in enumerate(points):
                 skip = warm(name, cfgs, pt, args.workers)
                 log(f"{name} {pt}: warm-up {time.time() - t0:.0f} s, {sum(bool(e) for e in skip)} failed")
-                times, errors, checks = measure_point(kernel, cfgs, skip, pt, args.samples, l2, seed=j)
+                times, errors, checks = measure_isolated(name, cfgs, skip, pt, args.samples, l2, j, log)
                 entry["samples"].append(times)
                 entry["errors"].append(errors)
                 entry["checks"].append(checks)
@@ -873,6 +913,28 @@ def cmd_rerun(args) -> int:
     return 0
 
 
+def cmd_probe(args) -> int:
+    """Launch one config of one sweep once at one point, synchronise, check: the command to run under
+    compute-sanitizer when `measure` records a config as 'fault: ...'."""
+    from occmodel.errors import OccmodelError
+    try:
+        from occmodel import gpu
+        gpu.require_gpu()
+    except (ImportError, OccmodelError) as exc:
+        print(f"rank_study: error: probe needs a CUDA GPU: {exc}".splitlines()[0], file=sys.stderr)
+        return 2
+    import torch
+    kernel, points = load_kernel(args.kernels)
+    cfg = full_config(kernel, json.loads(args.config))
+    pt = points[args.point]
+    inputs = kernel.make_inputs(cfg, pt, device="cuda", seed=100)
+    ref = kernel.reference({k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}).float() \
+        if kernel.has_reference() else None
+    res = _check(kernel, cfg, inputs, ref, pt) if ref is not None else (kernel.launch(inputs, cfg), torch.cuda.synchronize())
+    print(f"{args.kernels} point {args.point} {cfg}: {res if ref is not None else 'ran'}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -916,6 +978,11 @@ def main(argv: list[str] | None = None) -> int:
     rr.add_argument("second")
     rr.add_argument("--out", required=True, help="write this markdown file")
     rr.set_defaults(run=cmd_rerun)
+    pr = sub.add_parser("probe", help="launch one config once at one point and check it (GPU; for compute-sanitizer)")
+    pr.add_argument("kernels", metavar="KERNEL", help="a sweep's name")
+    pr.add_argument("--point", type=int, default=0, help="the index of the launcher's workload point")
+    pr.add_argument("--config", required=True, help='the swept values as JSON, e.g. \'{"BLOCK_M": 64, ...}\'')
+    pr.set_defaults(run=cmd_probe)
     args = ap.parse_args(argv)
     unknown = [k for k in getattr(args, "kernels", "").split(",") if k and k not in SWEEPS]
     if unknown:

@@ -33,3 +33,31 @@ def test_fp32_output_from_16_bit_inputs_gets_the_inputs_tolerance():
     ok = gpu.compare(out, ref, {}, {"dtype": "bf16"})
     assert ok.ok and ok.tolerance == 2e-2
     assert gpu.compare(out, ref, {}, {"dtype": "fp32"}).tolerance == 1e-4
+
+
+def test_masked_minus_infinity_must_match_and_is_left_out_of_the_norm():
+    """A masked logit (-inf in the reference: lightning_indexer's causal mask) passes when the kernel
+    writes -inf there too and fails, counted as bad, when it writes anything else -- a finite value,
+    +inf, NaN. Without this every such kernel read rel error NaN (inf - inf)."""
+    ref = torch.linspace(1, 2, 100)
+    ref[50:] = float("-inf")
+    out = ref.clone()
+    out[:50] *= 1 + 1e-6
+    ok = gpu.compare(out, ref, {})
+    assert ok.ok and ok.rel_error < 1e-5 and ok.n_bad == 0
+    for wrong in (0.0, float("inf"), float("nan")):
+        bad = out.clone()
+        bad[70] = wrong
+        res = gpu.compare(bad, ref, {})
+        assert not res.ok and res.n_bad == 1
+    finite_then_inf = out.clone()
+    finite_then_inf[3] = float("-inf")                          # -inf where the reference is finite
+    res = gpu.compare(finite_then_inf, ref, {})
+    assert not res.ok and res.n_bad == 1
+
+
+def test_fp8_inputs_get_bf16_sized_tolerance():
+    ref = torch.linspace(-3, 3, 1000)
+    out = ref * (1 + 5e-3)
+    assert gpu.compare(out, ref, {}, {"dtype": "fp8"}).ok
+    assert not gpu.compare(out * 1.1, ref, {}, {"dtype": "fp8"}).ok
