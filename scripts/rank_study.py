@@ -463,31 +463,40 @@ def _measure_child(name: str, cfgs: list[dict], skip: list[str], point: dict, sa
     return measure_point(kernel, cfgs, skip, point, samples, l2, seed, progress=Path(progress))
 
 
-def measure_isolated(name: str, cfgs: list[dict], skip: list[str], point: dict, samples: int, l2: int, seed: int,
-                     log, retries: int = 8):
-    """`measure_point` in a child process of its own, so that a config that faults (an illegal memory
-    access leaves the CUDA context unusable) costs that config alone: the child's progress file names the
-    config it was on; that config is recorded as failed ('fault: ...') and the point measured again
-    without it, at most `retries` times. A fault with no config to blame is raised."""
-    import multiprocessing as mp
+def without_faults(run, skip: list[str], describe, log, retries: int = 8):
+    """`run(skip, progress)` until it returns; when it raises, the config index it last wrote to the
+    file `progress` is blamed: recorded in `skip` as 'fault: ...' and `run` called again without it, at
+    most `retries` times. A failure with no config to blame (no index, or one already skipped) is raised."""
     import tempfile
-    from concurrent.futures import ProcessPoolExecutor
     skip = list(skip)
     for _ in range(retries + 1):
         with tempfile.TemporaryDirectory() as tmp:
             progress = Path(tmp) / "progress"
             try:
-                with ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn")) as pool:
-                    return pool.submit(_measure_child, name, cfgs, skip, point, samples, l2, seed,
-                                       str(progress)).result()
-            except Exception as exc:  # noqa: BLE001 - the child's context is gone; blame its config
+                return run(skip, progress)
+            except Exception as exc:  # noqa: BLE001 - the run's context is gone; blame its config
                 text = progress.read_text() if progress.exists() else ""
-                if not text.isdigit() or skip[int(text)]:
+                if not text.isdigit() or int(text) >= len(skip) or skip[int(text)]:
                     raise
                 i = int(text)
                 skip[i] = f"fault: {type(exc).__name__}: {exc}".splitlines()[0][:300]
-                log(f"{name} {point}: config {cfgs[i]} faulted ({skip[i]}); measuring the point again without it")
-    raise RuntimeError(f"{name} {point}: more than {retries} configs faulted")
+                log(f"{describe(i)} faulted ({skip[i]}); measuring again without it")
+    raise RuntimeError(f"more than {retries} configs faulted")
+
+
+def measure_isolated(name: str, cfgs: list[dict], skip: list[str], point: dict, samples: int, l2: int, seed: int,
+                     log):
+    """`measure_point` in a child process of its own, so that a config that faults (an illegal memory
+    access leaves the CUDA context unusable for every later launch) costs that config alone (see
+    `without_faults`)."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    def run(skip_now: list[str], progress: Path):
+        with ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn")) as pool:
+            return pool.submit(_measure_child, name, cfgs, skip_now, point, samples, l2, seed, str(progress)).result()
+
+    return without_faults(run, skip, lambda i: f"{name} {point}: config {cfgs[i]}", log)
 
 
 def calibrate(spec, log) -> dict[str, Any]:

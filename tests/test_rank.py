@@ -346,3 +346,34 @@ def test_development_cases_are_every_timed_kernel_once():
         proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "rank_study.py"), "development", "--out",
                                "/dev/null/x"], capture_output=True, text=True, timeout=300)
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "--any-triton" in proc.stderr
+
+
+def test_a_faulting_config_is_recorded_and_the_point_measured_again_without_it():
+    """measure's fault isolation: the run names the config it is on in the progress file; when it dies
+    (a CUDA context lost to an illegal address), that config alone is marked 'fault: ...' and the
+    point is run again without it. A failure before any config (nothing to blame) is raised."""
+    m = _study_module()
+    calls, logged = [], []
+
+    def run(skip, progress):
+        calls.append(list(skip))
+        for i in range(4):
+            if skip[i]:
+                continue
+            progress.write_text(str(i))
+            if i in (1, 3):
+                raise RuntimeError("CUDA error: an illegal memory access was encountered")
+        return "times", skip
+
+    out = m.without_faults(run, ["", "", "compile error", ""], str, logged.append)
+    assert out == ("times", ["", "fault: RuntimeError: CUDA error: an illegal memory access was encountered",
+                             "compile error", "fault: RuntimeError: CUDA error: an illegal memory access was encountered"])
+    assert len(calls) == 3 and len(logged) == 2
+
+    def dies_early(skip, progress):
+        raise MemoryError("reference")
+
+    with pytest.raises(MemoryError):
+        m.without_faults(dies_early, ["", ""], str, logged.append)
+    with pytest.raises(RuntimeError, match="more than 1 configs faulted"):
+        m.without_faults(run, ["", "", "", ""], str, logged.append, retries=1)
