@@ -365,6 +365,10 @@ def _warm_chunk(name: str, cfgs: list[dict], point: dict) -> list[str]:
             out.append("")
         except Exception as exc:  # noqa: BLE001 - a failing config is data
             out.append(f"{type(exc).__name__}: {exc}".splitlines()[0][:300])
+            try:
+                torch.cuda.synchronize()
+            except Exception:  # noqa: BLE001 - the context is lost: the rest are not warmed, not failed
+                return out + [""] * (len(cfgs) - len(out))
     return out
 
 
