@@ -503,6 +503,18 @@ def measure_isolated(name: str, cfgs: list[dict], skip: list[str], point: dict, 
     return without_faults(run, skip, lambda i: f"{name} {point}: config {cfgs[i]}", log)
 
 
+def _have_gpu(command: str) -> bool:
+    """True when a CUDA GPU is visible; else one line on stderr saying `command` needs one."""
+    from occmodel.errors import OccmodelError
+    try:
+        from occmodel import gpu
+        gpu.require_gpu()
+        return True
+    except (ImportError, OccmodelError) as exc:
+        print(f"rank_study: error: {command} needs a CUDA GPU: {exc}".splitlines()[0], file=sys.stderr)
+        return False
+
+
 def calibrate(spec, log) -> dict[str, Any]:
     from occmodel import gpu_calibrate
     t0 = time.time()
@@ -517,13 +529,9 @@ def cmd_measure(args) -> int:
     def log(m: str) -> None:
         print(f"[{time.time() - t_start:6.1f} s] {m}", file=sys.stderr, flush=True)
 
-    from occmodel.errors import OccmodelError
-    try:
-        from occmodel import gpu
-        gpu.require_gpu()
-    except (ImportError, OccmodelError) as exc:
-        print(f"rank_study: error: measure needs a CUDA GPU: {exc}".splitlines()[0], file=sys.stderr)
+    if not _have_gpu("measure"):
         return 2
+    from occmodel import gpu
     from occmodel.spec import load_spec
     spec = load_spec(args.spec)
     env = gpu.device_info()
@@ -929,22 +937,28 @@ def cmd_rerun(args) -> int:
 def cmd_probe(args) -> int:
     """Launch one config of one sweep once at one point, synchronise, check: the command to run under
     compute-sanitizer when `measure` records a config as 'fault: ...'."""
-    from occmodel.errors import OccmodelError
+    kernel, points = load_kernel(args.kernels)
+    if not 0 <= args.point < len(points):
+        raise InputError(f"--point {args.point} is out of range; {args.kernels} has points 0..{len(points) - 1}")
     try:
-        from occmodel import gpu
-        gpu.require_gpu()
-    except (ImportError, OccmodelError) as exc:
-        print(f"rank_study: error: probe needs a CUDA GPU: {exc}".splitlines()[0], file=sys.stderr)
+        swept = json.loads(args.config)
+    except ValueError as exc:
+        raise InputError(f"--config {args.config!r} is not JSON ({exc}); give e.g. '{{\"BLOCK_M\": 64}}'") from None
+    if not isinstance(swept, dict) or set(swept) != set(SWEEPS[args.kernels]["axes"]):
+        raise InputError(f"--config {args.config!r} must give every swept value, no other: "
+                         f"{', '.join(SWEEPS[args.kernels]['axes'])}")
+    if not _have_gpu("probe"):
         return 2
     import torch
-    kernel, points = load_kernel(args.kernels)
-    cfg = full_config(kernel, json.loads(args.config))
+    cfg = full_config(kernel, swept)
     pt = points[args.point]
     inputs = kernel.make_inputs(cfg, pt, device="cuda", seed=100)
     ref = kernel.reference({k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}).float() \
         if kernel.has_reference() else None
-    res = _check(kernel, cfg, inputs, ref, pt) if ref is not None else (kernel.launch(inputs, cfg), torch.cuda.synchronize())
-    print(f"{args.kernels} point {args.point} {cfg}: {res if ref is not None else 'ran'}")
+    if ref is None:
+        kernel.launch(inputs, cfg)
+        torch.cuda.synchronize()
+    print(f"{args.kernels} point {args.point} {cfg}: {_check(kernel, cfg, inputs, ref, pt) if ref is not None else 'ran'}")
     return 0
 
 

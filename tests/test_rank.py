@@ -377,3 +377,14 @@ def test_a_faulting_config_is_recorded_and_the_point_measured_again_without_it()
         m.without_faults(dies_early, ["", ""], str, logged.append)
     with pytest.raises(RuntimeError, match="more than 1 configs faulted"):
         m.without_faults(run, ["", "", "", ""], str, logged.append, retries=1)
+
+
+def test_probe_refuses_a_bad_point_or_config_in_one_line():
+    """`rank_study.py probe` (one launch for compute-sanitizer) names the bad value and what is allowed."""
+    script = str(ROOT / "scripts" / "rank_study.py")
+    for extra, said in ((["--point", "7", "--config", "{}"], "points 0..2"),
+                        (["--config", "{BLOCK"], "is not JSON"),
+                        (["--config", '{"BLOCK_M": 64}'], "BLOCK_M, BLOCK_P, BLOCK_K, num_warps, num_stages")):
+        proc = subprocess.run([sys.executable, script, "probe", "ssd_chunk_scan", *extra],
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and said in proc.stderr
