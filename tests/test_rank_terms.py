@@ -572,21 +572,29 @@ def test_one_byte_dot_operands_run_at_twice_the_fp16_tensor_rate():
 
 
 def test_one_pipelined_cta_pays_its_lockstep():
-    """A pipelined CTA's warps meet at a barrier every iteration: its own issue and tensor work overlap
-    as (issue^2 + tensor^2)^(1/2), not as the smooth maximum several CTAs reach (module doc)."""
+    """A pipelined CTA's warps meet at a barrier every iteration: alone on its SM its own issue and tensor
+    work add up (nothing fills the gaps); beside another CTA they overlap as (issue^2 + tensor^2)^(1/2); not
+    as the smooth maximum several CTAs reach (module doc)."""
     r = R.rates(_cal(), peak_flops=1e15)     # 2 GHz, 100 SMs: 1e13 FLOP/s per SM; L / k = 700 / 2 = 350 ns
     # 8 warps, 3,000 issue slots per warp per iteration: one CTA issues 3,000 x max(8/4, 3) / 2e9 = 4.5 us;
     # 4.5e7 tensor FLOPs per iteration / 1e13 = 4.5 us (the 350 ns latency adds < 1e-4 relative)
     lp = R._Loop(d=1, t=1, s=0, f=4.5e7, k=2, warps=8, issue=3000.0)
     one = R._steps(r, 1, lp)
     assert one["issue"] == pytest.approx(4.5e-6) and one["tensor"] == pytest.approx(4.5e-6)
-    # smooth maximum (p = 4) of two equal terms: 4.5 x 2^(1/4) = 5.35 us; lockstep (q = 2): 4.5 x 2^(1/2) = 6.36 us
+    # smooth maximum (p = 4) of two equal terms: 4.5 x 2^(1/4) = 5.35 us; alone on the SM (c = 1) the
+    # lockstep is their sum (q = 1): 9.0 us
     assert R.pmax(one) == pytest.approx(4.5e-6 * 2 ** 0.25, rel=1e-3)
-    assert R.step(r, 1, lp) == pytest.approx(4.5e-6 * 2 ** 0.5, rel=1e-6)
+    assert R.step(r, 1, lp) == pytest.approx(9.0e-6, rel=1e-6)
+    # two such CTAs resident (c = 2): issue 3,000 x max(2 x 8/4, 3) / 2e9 = 6.0 us, tensor 9.0 us -> smooth
+    # maximum 9.0 x (1 + (2/3)^4)^(1/4) = 9.41 us for the pair's two iterations; one CTA's floor beside the
+    # other is q = 2: 6.36 us, below it
+    assert R._steps(r, 2, lp)["issue"] == pytest.approx(6.0e-6) and R._steps(r, 2, lp)["tensor"] == pytest.approx(9.0e-6)
+    assert R.step(r, 2, lp) == pytest.approx(9.0e-6 * (1 + (2 / 3) ** 4) ** 0.25, rel=1e-3)
     # the same work as two CTAs of 4 warps: per SM, issue 2 x 4 x 1,500 slots on 4 schedulers = 1,500 x
     # max(8/4, 3) / 2e9 = 2.25 us, tensor 2 x 2.25e7 / 1e13 = 4.5 us -> smooth maximum 4.5 x (1 + 0.5^4)^(1/4)
-    # = 4.57 us; one of them alone: 1,500 x 3 / 2e9 = 2.25 and 2.25 us -> lockstep 3.18 us: the pair's
-    # smooth maximum binds, and the pair runs 6.36 / 4.57 = 1.39x faster than the one big CTA
+    # = 4.57 us; one of them beside the other: 1,500 x 3 / 2e9 = 2.25 and 2.25 us -> lockstep (q = 2)
+    # 3.18 us: the pair's smooth maximum binds, and the pair runs 9.0 / 4.57 = 1.97x faster than the one
+    # big CTA alone
     half = R._Loop(d=1, t=1, s=0, f=2.25e7, k=2, warps=4, issue=1500.0)
     assert R.step(r, 2, half) == pytest.approx(R.pmax(R._steps(r, 2, half)))
     assert R.step(r, 2, half) == pytest.approx(4.5e-6 * (1 + 0.5 ** 4) ** 0.25, rel=1e-3)
