@@ -934,6 +934,49 @@ def cmd_rerun(args) -> int:
     return 0
 
 
+def fault_report(doc: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """What a `measure` file says went wrong: lines per kernel and point (configs timed, failed and
+    wrong, each failed config with its error, the first wrong checks), and the commands that replay the
+    first config recorded as 'fault: ...' (the one that killed its process's CUDA context): `probe`
+    alone, then under compute-sanitizer. Pure: reads the document only."""
+    lines: list[str] = []
+    first = None
+    for k in doc["kernels"]:
+        if "error" in k:
+            lines.append(f"{k['kernel']}: did not run: {k['error']}")
+            continue
+        axes = list(k.get("axes") or {})
+        for j, errs in enumerate(k["errors"]):
+            checks = k["checks"][j]
+            wrong = [(i, c) for i, c in enumerate(checks) if c and not c.get("ok", True)]
+            timed = sum(bool(t) for t in k["samples"][j])
+            lines.append(f"{k['kernel']} point {j}: {timed} of {len(errs)} timed, "
+                         f"{sum(bool(e) for e in errs)} failed, {len(wrong)} wrong")
+            for i, e in enumerate(errs):
+                if e:
+                    lines.append(f"  config {i} {k['configs'][i]}: {e}")
+                    if first is None and e.startswith("fault:"):
+                        first = (k["kernel"], j, {a: k["configs"][i][a] for a in axes if a in k["configs"][i]})
+            for i, c in wrong[:3]:
+                lines.append(f"  config {i} {k['configs'][i]}: wrong: {c}")
+    commands: list[str] = []
+    if first is not None:
+        probe = (f"python3 scripts/rank_study.py probe {first[0]} --point {first[1]} "
+                 f"--config '{json.dumps(first[2])}'")
+        commands = [f"CUDA_LAUNCH_BLOCKING=1 {probe}", f"compute-sanitizer --tool memcheck --print-limit 5 {probe}"]
+    return lines, commands
+
+
+def cmd_faults(args) -> int:
+    """Print what went wrong in a `measure` file and, on stdout, the commands that replay its first fault."""
+    lines, commands = fault_report(read_json(args.file))
+    for line in lines:
+        print(line, file=sys.stderr)
+    for c in commands:
+        print(c)
+    return 0
+
+
 def cmd_probe(args) -> int:
     """Launch one config of one sweep once at one point, synchronise, check: the command to run under
     compute-sanitizer when `measure` records a config as 'fault: ...'."""
@@ -1010,6 +1053,10 @@ def main(argv: list[str] | None = None) -> int:
     pr.add_argument("--point", type=int, default=0, help="the index of the launcher's workload point")
     pr.add_argument("--config", required=True, help='the swept values as JSON, e.g. \'{"BLOCK_M": 64, ...}\'')
     pr.set_defaults(run=cmd_probe)
+    fa = sub.add_parser("faults", help="what went wrong in a `measure` file; prints the commands that replay "
+                                       "its first fault (probe, then compute-sanitizer) on stdout")
+    fa.add_argument("file", help="a `measure` output")
+    fa.set_defaults(run=cmd_faults)
     args = ap.parse_args(argv)
     unknown = [k for k in getattr(args, "kernels", "").split(",") if k and k not in SWEEPS]
     if unknown:

@@ -388,3 +388,26 @@ def test_probe_refuses_a_bad_point_or_config_in_one_line():
         proc = subprocess.run([sys.executable, script, "probe", "ssd_chunk_scan", *extra],
                               capture_output=True, text=True, timeout=300)
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and said in proc.stderr
+
+
+def test_faults_names_each_failed_config_and_replays_the_first_fault():
+    """`rank_study.py faults FILE`: per point, what ran and what failed; the first config recorded as a
+    fault comes back as the probe and compute-sanitizer commands (only the swept values)."""
+    import json as _json
+    m = _study_module()
+    doc = {"kernels": [
+        {"kernel": "ssd_chunk_scan", "axes": {"BLOCK_M": [64], "num_warps": [4, 8]},
+         "configs": [{"BLOCK_M": 64, "num_warps": 4, "X": 1}, {"BLOCK_M": 64, "num_warps": 8, "X": 1}],
+         "samples": [[[1e-5], None]], "errors": [["", "fault: RuntimeError: an illegal memory access"]],
+         "checks": [[{"ok": False, "rel": 0.5}, None]]},
+        {"kernel": "qk_norm_rope", "error": "RuntimeError: CUDA error"}]}
+    lines, commands = m.fault_report(doc)
+    assert lines[0] == "ssd_chunk_scan point 0: 1 of 2 timed, 1 failed, 1 wrong"
+    assert "config 1" in lines[1] and "illegal memory access" in lines[1]
+    assert "wrong" in lines[2] and lines[3] == "qk_norm_rope: did not run: RuntimeError: CUDA error"
+    swept = _json.dumps({"BLOCK_M": 64, "num_warps": 8})
+    assert commands[0].endswith(f"probe ssd_chunk_scan --point 0 --config '{swept}'")
+    assert commands[1].startswith("compute-sanitizer --tool memcheck")
+    # a failure that did not kill the context is listed, not replayed
+    doc["kernels"][0]["errors"] = [["", "RuntimeError: out of resource: shared memory"]]
+    assert m.fault_report(doc)[1] == []
