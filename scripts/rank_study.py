@@ -18,6 +18,9 @@ input sets; configs in random order, round-robin over `--samples` rounds so drif
 over all of them), checks each config's output against the kernel's torch reference once
 per point, and keeps every sample. One failing config (compile, launch, wrong output) is a
 row with its error, never the end of the sweep; the JSON is rewritten after every kernel.
+A config whose launch kills the CUDA context (an illegal address) is recorded as 'fault: ...';
+`faults FILE` lists every failed config and prints the `probe` commands (plain, then under
+compute-sanitizer) that replay the first fault.
 Importing this module needs no torch (the tests use its pure parts on the CPU).
 """
 
