@@ -256,7 +256,8 @@ LOCKSTEP_P = 2.0
 # / 117, 0.167; q = 1.5 alone 0.863 / 107 / 113. Gains: the dequantizing and block-scaled GEMMs
 # (w8a16_gemm, fp8_blockscale_gemm), conv2d_nhwc (its 1-CTA 256 x 128 tiles were picked and run 10-70 %
 # slower), paged_prefill_attn, linear_attn_fwd; loss: splitk_gemm (0.92 / 0.89 / 0.85 -> 0.84 / 0.83 /
-# 0.72: its 1-CTA 4-stage tile is the best there, L2-bound, and its issue and tensor work are small).
+# 0.72: its 1-CTA 4-stage tile, the best there, is now estimated about right -- 246 vs 238 us at M = 256 --
+# while its 2-CTA 3-stage tiles stay ~30 % fast, 199 vs 281 us; why is not found).
 LOCKSTEP_ALONE_P = 1.0
 LOCKSTEP_TERMS = ("issue", "tensor", "exchange")
 # DRAM bandwidth over short rows (short_rows): a K loop that reads r < DRAM_RUN_BYTES contiguous bytes of
