@@ -948,6 +948,10 @@ def fault_report(doc: dict[str, Any]) -> tuple[list[str], list[str]]:
         if "error" in k:
             lines.append(f"{k['kernel']}: did not run: {k['error']}")
             continue
+        missing = [key for key in ("configs", "samples", "errors", "checks") if key not in k]
+        if missing:
+            raise InputError(f"kernel {k.get('kernel')!r} has no {missing[0]!r}: not a `measure` output "
+                             f"(an `evaluate` file?); give the file `measure` wrote")
         axes = list(k.get("axes") or {})
         for j, errs in enumerate(k["errors"]):
             checks = k["checks"][j]

@@ -390,7 +390,7 @@ def test_probe_refuses_a_bad_point_or_config_in_one_line():
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and said in proc.stderr
 
 
-def test_faults_names_each_failed_config_and_replays_the_first_fault():
+def test_faults_names_each_failed_config_and_replays_the_first_fault(tmp_path):
     """`rank_study.py faults FILE`: per point, what ran and what failed; the first config recorded as a
     fault comes back as the probe and compute-sanitizer commands (only the swept values)."""
     import json as _json
@@ -411,3 +411,9 @@ def test_faults_names_each_failed_config_and_replays_the_first_fault():
     # a failure that did not kill the context is listed, not replayed
     doc["kernels"][0]["errors"] = [["", "RuntimeError: out of resource: shared memory"]]
     assert m.fault_report(doc)[1] == []
+    # an `evaluate` file is not a `measure` output: one line, exit 2
+    bad = tmp_path / "eval.json"
+    bad.write_text(_json.dumps({"kernels": [{"kernel": "ssd_chunk_scan", "points": []}]}))
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "rank_study.py"), "faults", str(bad)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "not a `measure` output" in proc.stderr
