@@ -277,6 +277,32 @@ def test_async_copies_and_their_barrier_are_not_register_loads():
     assert (lp.global_loads, lp.global_load_bytes, lp.async_copies, lp.load_waves) == (1, 8, 1, 1)
 
 
+def test_a_trips_unroll_is_read_from_its_register_loads_only():
+    """A loop whose loads are partly async copies into a one-slot ring (fused_recurrent_gla at
+    LOOP_STAGES=2: g copied by LDGSTS, nothing prefetched a full tile ahead, so read as unpipelined)
+    and partly register loads: the trip's LDG bytes a thread are compared with the register loads'
+    own bytes a thread, not with every load's tile bytes over the threads."""
+    from occmodel import pipeline as P
+    body = """
+        /*0000*/                   LDGSTS.E [R61+0x2000], desc[UR10][R16.64], P6 ;
+        /*0010*/                   LDGDEPBAR ;
+        /*0020*/                   LDG.E.128 R4, desc[UR10][R2.64] ;
+        /*0030*/                   FFMA R11, R4, R5, R11 ;
+        /*0040*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+        /*0050*/              @!P0 BRA 0x0 ;
+"""
+    q = P.LoopLoad("q", "plain", 0, "64xbf16", 128, thread_bytes=16.0)     # 8 bf16 a thread (replicated)
+    g = P.LoopLoad("g", "cp.async", 1, "64xf32", 256)                      # one slot: 0 tiles ahead
+    main = P.LoopInfo("k.py:1", 0, False, (q, g), 0, 1)
+    rep = type("Report", (), {"main": main, "ahead": 0, "loops": (main,), "exchange_elements": 0.0,
+                              "passes": lambda self: None})()
+    # 16 B a thread a trip against the register load's 16 B an iteration: one iteration a trip (every
+    # load's slot bytes over the threads, 128 + 256 B / 128 = 3 B a thread, would read 16 / 3 -> 5)
+    assert S.unroll(S.main_loop(S.sass_loops(body)), 128, 128 + 256) == 5
+    work = R._sass_loop(type("Result", (), {"sass": body})(), 128, rep)
+    assert work.unroll == 1 and work.issue == 6.0           # six instructions, none divided by an unroll
+
+
 def test_an_alu_bound_trip_costs_two_cycles_per_integer_op():
     """A bitonic compare-exchange step as ptxas writes it: 6 instructions, 4 of them integer compare /
     select / logic ops of the ALU pipe (16 lanes a sub-partition to sm_90: 2 cycles a warp each), 1 shuffle.
