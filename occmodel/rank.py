@@ -658,7 +658,7 @@ def _sass_loop(result: Any, threads: int, rep: Any, trips: Sequence[float | None
     # Session 19: counting a one-slot cp.async ring's tile too fell back to slot bytes over threads and
     # read fused_recurrent_gla's LOOP_STAGES=2 trips as ~26 iterations (every such config 1.5-2.5x fast);
     # development (216 cases): mean Spearman 0.796 -> 0.800, best in top 3 108 -> 110, median error
-    # 0.167 -> 0.164 (fused_recurrent_gla 0.44 / 0.40 / 0.60 -> 0.75 / 0.59 / 0.66, mla_decode's point 2).
+    # 0.167 -> 0.164 (fused_recurrent_gla 0.44 / 0.40 / 0.60 -> 0.75 / 0.59 / 0.66, mla_decode's second point 0.58 -> 0.66).
     plain = [ld for ld in loads if not ld.pipelined]
     per_thread = sum(ld.thread_bytes for ld in plain) if plain and all(ld.thread_bytes > 0 for ld in plain) else 0.0
     u = S.unroll(loop, threads, per_iter, per_thread) if not (rep is not None and rep.ahead) else 1
