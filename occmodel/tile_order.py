@@ -444,3 +444,43 @@ def _evaluate(op: str, rest: str, env: Mapping[str, Any], ids: Mapping[str, np.n
     if op == "arith.select" and len(vals) == 3:
         return np.where(np.asarray(vals[0]) != 0, vals[1], vals[2])
     return None
+
+
+def loaded_bounds(ttgir: str, report: Any, hops: int = 40) -> bool:
+    """Whether the main loop's trip count is read from memory: its scf.for's lower or upper bound comes,
+    through at most `hops` defining ops, from a tt.load (a segment's offsets, a sequence's length, a CSR
+    row pointer). Such a loop cannot start before that load returns: a latency of its own, once per
+    trip of the code around the loop. False without a main loop or TTGIR."""
+    main = getattr(report, "main", None)
+    if main is None or not ttgir:
+        return False
+    target = next(i for i, lp in enumerate(report.loops) if lp is main)
+    defs: dict[str, tuple[str, list[str]]] = {}
+    fors = -1
+    for ln in ttgir.splitlines():
+        m = _OP.match(ln)
+        if not m:
+            continue
+        res, op, rest = m.group(1), m.group(2), ln[m.end():]
+        if op == "scf.for":
+            fors += 1
+            if fors == target:
+                f = _FOR.search(ln)
+                if f is None:
+                    return False
+                todo, seen = [f.group(2), f.group(3)], set()
+                for _ in range(hops):
+                    nxt = []
+                    for v in todo:
+                        if v in seen or v not in defs:
+                            continue
+                        seen.add(v)
+                        dop, args = defs[v]
+                        if dop == "tt.load":
+                            return True
+                        nxt += args
+                    todo = nxt
+                return False
+        if res is not None:
+            defs[res] = (op, re.findall(_SSA, rest.split(":")[0] if op != "scf.for" else rest))
+    return False

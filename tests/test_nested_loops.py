@@ -203,3 +203,49 @@ def test_the_segment_loops_trips_come_from_its_bounds(shared_cache):
     assert T.enclosing_trips(res.ttgir, rep, {"B": 1024, "D": 64}, (256,)) == 4.0
     # the sum over the rows, which 8 warps share, goes through shared memory in the segment loop
     assert rep.loops[rep.main.parent].exchange_elements > 0 and rep.exchange_elements == 0
+
+
+@triton.jit
+def _row_sum_kernel(X, OUT, L, D, BLOCK_L: tl.constexpr, BLOCK_D: tl.constexpr):
+    ds = tl.arange(0, BLOCK_D)
+    acc = tl.zeros([BLOCK_L, BLOCK_D], tl.float32)
+    for l0 in range(0, L, BLOCK_L):                          # its bound is an argument, not loaded
+        rows = l0 + tl.arange(0, BLOCK_L)
+        acc += tl.load(X + rows[:, None] * D + ds[None, :], mask=(rows < L)[:, None], other=0.0)
+    tl.store(OUT + tl.program_id(0) * D + ds, tl.sum(acc, axis=0))
+
+
+def test_a_row_loop_whose_bounds_are_loaded_waits_for_them(shared_cache):
+    """The segment kernel's row loop runs from offsets[b] to offsets[b + 1]: it cannot start before those
+    loads return -- one latency per segment, SEGS a CTA (rank.bound_waits). A loop to an argument waits
+    for nothing."""
+    from occmodel.compile import compile_kernel
+    sig = {"X": "*fp32:16", "OFFSETS": "*i32:16", "OUT": "*fp32:16", "B": "i32", "D": "i32"}
+    res = compile_kernel(_segment_sum_kernel, sig, {"SEGS": 4, "BLOCK_L": 16, "BLOCK_D": 64}, arch="sm_90",
+                         num_warps=8, num_stages=1, keep_ir=True)
+    assert res.ok, res.message
+    rep = P.analyze(res)
+    assert T.loaded_bounds(res.ttgir, rep)
+    # 4 segment trips a CTA over 12 row iterations a CTA: loop_nest's shares 4 / 12 and 1 / 12 -> 4 waits
+    assert R.bound_waits(res, rep, (4 / 12, 1 / 12)) == pytest.approx(4.0)
+    plain = compile_kernel(_row_sum_kernel, {"X": "*fp32:16", "OUT": "*fp32:16", "L": "i32", "D": "i32"},
+                           {"BLOCK_L": 16, "BLOCK_D": 64}, arch="sm_90", num_warps=4, num_stages=1, keep_ir=True)
+    assert plain.ok, plain.message
+    prep = P.analyze(plain)
+    assert prep.main is not None and not T.loaded_bounds(plain.ttgir, prep)
+    assert R.bound_waits(plain, prep, (None, 1 / 12)) == 0.0
+
+
+def test_each_cta_pays_its_bound_waits_once():
+    """cta(c) = n x step(c) + L (pipelined) + w x L: 2 waves of 100 SMs x 1 CTA, 4 unpipelined iterations of
+    a latency-bound step; w = 2 adds 2 x L to each wave's CTAs."""
+    r = R._Rates(sms=100, bw=4e12, l2=1e13, smem=2.56e13, peak=1e15, lat=1e-6, l2_lat=3e-7, clock=2e9)
+    lp = R._Loop(d=64, t=64, s=0, f=0, k=0)
+    base = R._kernel(r, 200, 1, 4, lp)
+    waited = R._kernel(r, 200, 1, 4, R._Loop(d=64, t=64, s=0, f=0, k=0, once=2.0))
+    assert waited.total_s == pytest.approx(base.total_s + 2 * 2 * 1e-6)
+    # a ragged launch: each CTA with rows pays them too; one with none reads its bounds and returns (1 x L,
+    # or its waits when more)
+    rag = R._ragged(r, [4, 0, 4], 1, lp)
+    rag_w = R._ragged(r, [4, 0, 4], 1, R._Loop(d=64, t=64, s=0, f=0, k=0, once=2.0))
+    assert rag_w.total_s == pytest.approx(rag.total_s + 2 * 1e-6)
