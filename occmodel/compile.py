@@ -144,8 +144,8 @@ def _check_arch(cc: int) -> None:
 
 def jit_function(fn):
     """The JITFunction under `fn` (unwrapping @triton.autotune / @triton.heuristics); CompileError if none."""
-    while not hasattr(fn, "params") and hasattr(getattr(fn, "fn", None), "__call__"):
-        fn = fn.fn
+    while not hasattr(fn, "params") and getattr(fn, "fn", None) is not None:
+        fn = fn.fn              # an Autotuner under a Heuristics has no __call__ (fla's kernels stack both)
     if not hasattr(fn, "params") or not hasattr(fn, "arg_names"):
         raise CompileError(f"{fn!r} is not a @triton.jit function")
     return fn

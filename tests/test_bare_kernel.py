@@ -492,3 +492,25 @@ def test_a_launcher_tunable_the_kernel_does_not_take_is_a_config_parameter(tmp_p
     r = compile_kernel(k.kernel, k.signature(rows[1][1]), k.constexprs(rows[1][1]), arch="sm_90", num_warps=4,
                        num_stages=1, cache=False)
     assert r.ok, r.message
+
+
+def test_a_kernel_under_heuristics_over_autotune_is_found():
+    """flash-linear-attention stacks @triton.heuristics over @triton.autotune over @triton.jit; the
+    Autotuner in the middle has no __call__, and the JIT function under both is still the kernel."""
+    import triton
+    import triton.language as tl
+
+    from occmodel.bare import bare_kernel
+    from occmodel.compile import jit_function
+
+    @triton.heuristics({"EVEN": lambda args: args["N"] % args["BLOCK"] == 0})
+    @triton.autotune(configs=[triton.Config({}, num_warps=w) for w in (4, 8)], key=["N"])
+    @triton.jit
+    def scale_kernel(X, N, EVEN: tl.constexpr, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(X + offs, tl.load(X + offs, mask=offs < N) * 2, mask=offs < N)
+
+    jf = jit_function(scale_kernel)
+    assert jf.arg_names == ["X", "N", "EVEN", "BLOCK"]
+    kernel = bare_kernel(scale_kernel, signature="*fp32:16,i32")
+    assert [p.name for p in kernel.params] == ["EVEN", "BLOCK"]
