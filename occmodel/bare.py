@@ -67,6 +67,8 @@ class BareKernel(KernelCard):
     example_error: str | None = None                 # why the example arguments gave no constexpr values
     launcher_knobs: tuple[str, ...] = ()             # tunables of the launcher that are not constexprs of the kernel
     args_fn: Callable[..., Any] | None = None        # from `args`
+    heuristics: tuple = ()                           # (name, fn(args)) of the @triton.heuristics wrapping the kernel
+    wrapped: Any = None                              # what the user gave (autotune / heuristics wrappers included)
     launcher: Launcher | None = None
     _specs: dict = field(default_factory=dict, repr=False)
 
@@ -153,7 +155,7 @@ class BareKernel(KernelCard):
         import dataclasses
         rest = tuple(p for p in self.default_points if dict(p) != dict(point))
         launcher = dataclasses.replace(self.launcher, points=(dict(point), *rest))
-        return bare_kernel(self.fn, args=self.args_fn, launcher=launcher, name=self.name)
+        return bare_kernel(self.wrapped or self.fn, args=self.args_fn, launcher=launcher, name=self.name)
 
     def specialization_source(self) -> str:
         if self.fixed_signature is not None:
@@ -202,7 +204,8 @@ class BareKernel(KernelCard):
         source = self.args_fn or (self.launcher.example_args if self.launcher is not None else None)
         if source is None or self.fixed_signature is not None:
             return None
-        return _as_mapping(self.fn, _call(source, {**cfg}, [dict(point)]), "the example arguments")
+        values = _as_mapping(self.fn, _call(source, {**cfg}, [dict(point)]), "the example arguments")
+        return _heuristic_values(self.heuristics, values, cfg)
 
     def index_data(self, cfg, point):
         """The integer tensors of the launcher's example_args that hold data (on the CPU, not the meta
@@ -400,7 +403,33 @@ def _as_mapping(fn, values: Any, who: str) -> dict[str, Any]:
                       "name -> value dict")
 
 
-def _defaults_from_example(fn, params: list, source: Callable, launcher, points) -> list:
+def wrapper_heuristics(fn) -> tuple:
+    """(name, fn(args)) of every @triton.heuristics wrapped around the kernel, outermost first (Triton
+    runs them in that order on the launch's arguments by name)."""
+    out = []
+    while fn is not None and not hasattr(fn, "params"):
+        out += list((getattr(fn, "values", None) or {}).items()) if type(fn).__name__ == "Heuristics" else []
+        fn = getattr(fn, "fn", None)
+    return tuple(out)
+
+
+def _heuristic_values(heuristics: tuple, values: dict, cfg: Mapping[str, Any]) -> dict:
+    """`values` (example arguments by name) plus what the kernel's @triton.heuristics make of them and of
+    the config, for each name the example arguments do not give (IS_VARLEN = cu_seqlens is not None,
+    EVEN = N % BLOCK == 0 for the config's BLOCK): as Triton's launcher would. A heuristic that cannot be evaluated on them (it reads a tensor's data on the meta device)
+    is left out: the constexpr then asks for a value."""
+    out = dict(values)
+    for name, heur in heuristics:
+        if name in out:
+            continue
+        try:
+            out[name] = heur({**{k: v for k, v in cfg.items() if k not in ("num_warps", "num_stages")}, **out})
+        except Exception:           # noqa: BLE001 -- the user's lambda; a missing value is named later
+            continue
+    return out
+
+
+def _defaults_from_example(fn, params: list, source: Callable, launcher, points, heuristics: tuple = ()) -> list:
     """Constexprs without a Python default take their value in the example arguments of the
     baseline at the first default point (e.g. HEAD_DIM from the tensors' shape). Returns (params,
     why the example arguments could not be read, or None)."""
@@ -411,6 +440,7 @@ def _defaults_from_example(fn, params: list, source: Callable, launcher, points)
         values = _as_mapping(fn, _call(source, cfg, points), "the example arguments")
     except (KernelError, ConfigError) as exc:
         return params, str(exc)        # check() names what is missing, and why the example did not say
+    values = _heuristic_values(heuristics, values, {k: v for k, v in cfg.items() if v is not None})
     given = dict(launcher.baseline or {}) if launcher is not None else {}
     out = []
     for p in params:
@@ -447,7 +477,7 @@ def bare_kernel(fn, *, signature: str | Mapping[str, str] | None = None, args: C
     missing = [p.name for p in params if p.default is None]
     example_error = None
     if missing and source is not None and signature is None:
-        params, example_error = _defaults_from_example(jf, params, source, launcher, points)
+        params, example_error = _defaults_from_example(jf, params, source, launcher, points, wrapper_heuristics(fn))
     workload = ()
     if points:
         keys = list(dict.fromkeys(k for p in points for k in p))
@@ -464,7 +494,8 @@ def bare_kernel(fn, *, signature: str | Mapping[str, str] | None = None, args: C
                for k in knobs]
     kernel = BareKernel(name=name or jf.__name__, summary=f"bare @triton.jit kernel {jf.__name__}",
                         params=tuple(params), baseline=baseline, kernel=jf, workload_params=workload,
-                        default_points=points, fn=jf, args_fn=args, launcher=launcher,
+                        default_points=points, fn=jf, args_fn=args, launcher=launcher, heuristics=wrapper_heuristics(fn),
+                        wrapped=fn,
                         fixed_signature=None if signature is None else parse_signature(jf, signature))
     kernel.from_example = tuple(p.name for p in params if p.doc.endswith("(value from the example arguments)"))
     kernel.example_error = example_error

@@ -514,3 +514,16 @@ def test_a_kernel_under_heuristics_over_autotune_is_found():
     assert jf.arg_names == ["X", "N", "EVEN", "BLOCK"]
     kernel = bare_kernel(scale_kernel, signature="*fp32:16,i32")
     assert [p.name for p in kernel.params] == ["EVEN", "BLOCK"]
+    # with example arguments, the heuristic sets EVEN as Triton's launcher would -- for each config's BLOCK
+    import torch
+
+    from occmodel.launcher import Launcher
+
+    def example_args(cfg, point):
+        return {"X": torch.empty(point["N"], device="meta"), "N": point["N"]}
+
+    launched = bare_kernel(scale_kernel, launcher=Launcher(example_args=example_args, points=({"N": 3000},),
+                                                           baseline={"BLOCK": 1000}))
+    assert launched.resolve({})["EVEN"] is True                   # 3000 % 1000
+    assert launched.resolve({"BLOCK": 1024})["EVEN"] is False
+    assert launched.at_point({"N": 4096}).resolve({"BLOCK": 1024})["EVEN"] is True
