@@ -161,8 +161,11 @@ class BareKernel(KernelCard):
         if self.fixed_signature is not None:
             return "--signature as given"
         where = f" at point {dict(self.default_points[0])}" if self.default_points else ""
-        taken = (f"; constexpr {', '.join(self.from_example)} taken from those arguments (override with "
-                 f"--baseline)" if self.from_example else "")
+        heur = [n for n in self.from_example if "@triton.heuristics" in self.param(n).doc]
+        plain = [n for n in self.from_example if n not in heur]
+        taken = (f"; constexpr {', '.join(plain)} taken from those arguments" if plain else "") + \
+                (f"; constexpr {', '.join(heur)} set by the kernel's @triton.heuristics on them" if heur else "")
+        taken += " (override with --baseline)" if taken else ""
         if self.args_fn is not None:
             return "derived from the --args function's example arguments, as Triton's launcher specializes" + taken
         if self.launcher is not None and self.launcher.example_args is not None:
@@ -440,12 +443,14 @@ def _defaults_from_example(fn, params: list, source: Callable, launcher, points,
         values = _as_mapping(fn, _call(source, cfg, points), "the example arguments")
     except (KernelError, ConfigError) as exc:
         return params, str(exc)        # check() names what is missing, and why the example did not say
+    raw = set(values)
     values = _heuristic_values(heuristics, values, {k: v for k, v in cfg.items() if v is not None})
     given = dict(launcher.baseline or {}) if launcher is not None else {}
     out = []
     for p in params:
         if p.default is None and p.name not in given and values.get(p.name) is not None:
-            p = BareParam(p.name, values[p.name], "constexpr of the kernel (value from the example arguments)")
+            how = "constexpr of the kernel" if p.name in raw else "constexpr of the kernel, set by its @triton.heuristics"
+            p = BareParam(p.name, values[p.name], how + " (value from the example arguments)")
         out.append(p)
     return out, None
 

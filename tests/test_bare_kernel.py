@@ -527,3 +527,4 @@ def test_a_kernel_under_heuristics_over_autotune_is_found():
     assert launched.resolve({})["EVEN"] is True                   # 3000 % 1000
     assert launched.resolve({"BLOCK": 1024})["EVEN"] is False
     assert launched.at_point({"N": 4096}).resolve({"BLOCK": 1024})["EVEN"] is True
+    assert "constexpr EVEN set by the kernel's @triton.heuristics on them" in launched.specialization
