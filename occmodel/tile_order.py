@@ -456,9 +456,10 @@ def loaded_bounds(ttgir: str, report: Any, hops: int = 40) -> bool:
         return False
     target = next(i for i, lp in enumerate(report.loops) if lp is main)
     defs: dict[str, tuple[str, list[str]]] = {}
-    fors = -1
+    fors, in_func = -1, False
     for ln in ttgir.splitlines():
-        m = _OP.match(ln)
+        in_func = in_func or "tt.func public" in ln       # loops counted as _walk counts them
+        m = _OP.match(ln) if in_func else None
         if not m:
             continue
         res, op, rest = m.group(1), m.group(2), ln[m.end():]
