@@ -327,7 +327,7 @@ class Pruner:
             return None
         if self._workload_kernel is None or self._workload_kernel.fn is not chain[-1]:
             from .bare import bare_kernel
-            self._workload_kernel = bare_kernel(chain[-1], launcher=self.launcher)
+            self._workload_kernel = bare_kernel(chain[0], launcher=self.launcher)   # its wrappers' heuristics too
         return self._workload_kernel
 
     def _workload_point(self, chain: list | None, values: dict[str, Any]) -> tuple[dict | None, str]:

@@ -417,16 +417,15 @@ def wrapper_heuristics(fn) -> tuple:
 
 
 def _heuristic_values(heuristics: tuple, values: dict, cfg: Mapping[str, Any]) -> dict:
-    """`values` (example arguments by name) plus what the kernel's @triton.heuristics make of them and of
-    the config, for each name the example arguments do not give (IS_VARLEN = cu_seqlens is not None,
-    EVEN = N % BLOCK == 0 for the config's BLOCK): as Triton's launcher would. A heuristic that cannot be evaluated on them (it reads a tensor's data on the meta device)
-    is left out: the constexpr then asks for a value."""
+    """`values` (example arguments by name) with what the kernel's @triton.heuristics make of them and of
+    the config (IS_VARLEN = cu_seqlens is not None, EVEN = N % BLOCK == 0 for the config's BLOCK), as
+    Triton's launcher runs them: outermost first, each on all arguments by name, overriding. A heuristic
+    that cannot be evaluated there (it reads a meta tensor's data) is left out: the constexpr then asks
+    for a value."""
     out = dict(values)
     for name, heur in heuristics:
-        if name in out:
-            continue
         try:
-            out[name] = heur({**{k: v for k, v in cfg.items() if k not in ("num_warps", "num_stages")}, **out})
+            out[name] = heur({**{k: v for k, v in cfg.items() if v is not None}, **out})
         except Exception:           # noqa: BLE001 -- the user's lambda; a missing value is named later
             continue
     return out
@@ -443,13 +442,13 @@ def _defaults_from_example(fn, params: list, source: Callable, launcher, points,
         values = _as_mapping(fn, _call(source, cfg, points), "the example arguments")
     except (KernelError, ConfigError) as exc:
         return params, str(exc)        # check() names what is missing, and why the example did not say
-    raw = set(values)
     values = _heuristic_values(heuristics, values, {k: v for k, v in cfg.items() if v is not None})
     given = dict(launcher.baseline or {}) if launcher is not None else {}
+    heur = {n for n, _ in heuristics}
     out = []
     for p in params:
-        if p.default is None and p.name not in given and values.get(p.name) is not None:
-            how = "constexpr of the kernel" if p.name in raw else "constexpr of the kernel, set by its @triton.heuristics"
+        if (p.default is None or p.name in heur) and p.name not in given and values.get(p.name) is not None:
+            how = "constexpr of the kernel, set by its @triton.heuristics" if p.name in heur else "constexpr of the kernel"
             p = BareParam(p.name, values[p.name], how + " (value from the example arguments)")
         out.append(p)
     return out, None
@@ -479,7 +478,7 @@ def bare_kernel(fn, *, signature: str | Mapping[str, str] | None = None, args: C
         raise KernelError(f"{jf.__name__} has a constexpr named {clash[0]!r}, which occmodel reserves for the launch")
     points = tuple(launcher.points) if launcher is not None else ()
     source = args if args is not None else (launcher.example_args if launcher is not None else None)
-    missing = [p.name for p in params if p.default is None]
+    missing = [p.name for p in params if p.default is None or p.name in {n for n, _ in wrapper_heuristics(fn)}]
     example_error = None
     if missing and source is not None and signature is None:
         params, example_error = _defaults_from_example(jf, params, source, launcher, points, wrapper_heuristics(fn))

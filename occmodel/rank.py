@@ -118,7 +118,8 @@ line group's requests x ATOMIC_REQUEST_S, combined with the rest by the same smo
                                                w: the main loop's trip count is read from memory (a
                                                segment's offsets, a sequence's length: bound_waits) --
                                                the loop cannot start before that load returns, once
-                                               per trip of the loop around it, else once a CTA
+                                               per trip of the loop around it when that loop holds
+                                               the load, else once a CTA
     kernel  = (waves - 1) x cta(B) + cta(ceil(tail / SMs))     waves = ceil(grid / (SMs x B))
     spill_s = n_spills x 4 B x 2 x threads x n x grid / BW_L2  (stores + reloads, compiled only)
     total   = kernel + secondary kernels + (1 + secondary kernels) x launch
@@ -350,7 +351,7 @@ class Resources:
     chain_cycles: float = 0.0     # cycles one warp alone takes per iteration (sass_chain; 0: unknown)
     gathers: float = 0.0     # loads per unpipelined iteration whose address waits for an earlier load's data
     rounds: float = 0.0      # r: further latency rounds per unpipelined iteration, weighted (far_rounds)
-    once: float = 0.0        # w: latencies a CTA waits for its main loop's loaded bounds (bound_waits)
+    bound_waits: float = 0.0  # w: latencies a CTA waits for its main loop's loaded bounds (bound_waits())
 
 
 @dataclass(frozen=True)
@@ -474,7 +475,7 @@ def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any
                      short_rows(rep.main.loads if rep is not None and rep.main else (),
                                 strips.distinct_bytes() if strips is not None else None),
                      atomic_requests(kernel, cfg, point, ev), waits, chain, 0.0 if ahead else gathers,
-                     0.0 if ahead else rounds, bound_waits(getattr(ev, "result", None), rep, nest[1]))
+                     0.0 if ahead else rounds, bound_waits=bound_waits(getattr(ev, "result", None), rep, nest[1]))
 
 
 # A main loop whose trip count is read from memory (bound_waits). Session 19, development (rounds 1-18, 216
@@ -488,14 +489,16 @@ def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any
 # prologue's -- rmsnorm 0.81 -> 0.55); the same plus reading hoisted waits over unrolled copies of the row loop
 # (0.8687 / 110 / 117).
 def bound_waits(result: Any, rep: Any, share: tuple[float | None, float | None]) -> float:
-    """Latencies a CTA waits before its main loop can start because the loop's trip count is read from
+    """w: latencies a CTA waits before its main loop can start because the loop's trip count is read from
     memory (tile_order.loaded_bounds: a segment's offsets, a sequence's length): one per trip of the loop
-    around the main loop (loop_nest's share x the iterations), else one. 0 when the bounds are not loaded."""
+    around the main loop when that loop holds the load (loop_nest's share over the iterations: its trips a
+    CTA), else one a CTA. 0 when the bounds are not loaded."""
     from .tile_order import loaded_bounds
-    if rep is None or not loaded_bounds(getattr(result, "ttgir", None) or "", rep):
+    where = loaded_bounds(getattr(result, "ttgir", None) or "", rep) if rep is not None else None
+    if where is None:
         return 0.0
     around, once = share
-    if rep.main.parent >= 0 and around and once:
+    if where >= 0 and where == rep.main.parent and around and once:
         return around / once
     return 1.0
 
@@ -681,15 +684,19 @@ def _sass_loop(result: Any, threads: int, rep: Any, trips: Sequence[float | None
     inside = S.nested(loops, loop)
     loop = nest_trips(loop, inside, trips)
     main = rep.main if rep is not None else None
-    per_iter = sum(ld.slot_bytes for ld in main.loads) if main is not None else 0
     loads = main.loads if main is not None else ()
     # The unroll compares the trip's LDG bytes with the register loads' own (an async copy is an LDGSTS).
     # Session 19: counting a one-slot cp.async ring's tile too fell back to slot bytes over threads and
     # read fused_recurrent_gla's LOOP_STAGES=2 trips as ~26 iterations (every such config 1.5-2.5x fast);
     # development (216 cases): mean Spearman 0.796 -> 0.800, best in top 3 108 -> 110, median error
-    # 0.167 -> 0.164 (fused_recurrent_gla 0.44 / 0.40 / 0.60 -> 0.75 / 0.59 / 0.66, mla_decode's second point 0.58 -> 0.66).
-    plain = [ld for ld in loads if not ld.pipelined]
-    per_thread = sum(ld.thread_bytes for ld in plain) if plain and all(ld.thread_bytes > 0 for ld in plain) else 0.0
+    # 0.167 -> 0.164 (fused_recurrent_gla 0.44 / 0.40 / 0.60 -> 0.75 / 0.59 / 0.66, mla_decode's second
+    # point 0.58 -> 0.66).
+    registers = [ld for ld in loads if not ld.pipelined]
+    # without a thread's bytes, S.unroll falls back to every load's slot bytes over the threads: over the
+    # register loads alone it read decode_attention's and block_sparse_attn's trips as unrolled (session 19,
+    # development: #1 within 3 % 118 -> 114)
+    per_iter = sum(ld.slot_bytes for ld in loads)
+    per_thread = sum(ld.thread_bytes for ld in registers) if registers and all(ld.thread_bytes > 0 for ld in registers) else 0.0
     u = S.unroll(loop, threads, per_iter, per_thread) if not (rep is not None and rep.ahead) else 1
     issue, barriers, chain = S.issue_slots(loop, alu_cycles) / u, float(loop.barriers), loop.chain / u
     gathers = 0.0 if inside else loop.dependent_loads / u
@@ -813,7 +820,7 @@ class _Loop:
     chain: float = 0.0     # cycles one warp alone takes per iteration (term (f)'s floor; 0: unknown -> D)
     gathers: float = 0.0   # extra latency waits per unpipelined iteration: dependent loads (term (a))
     rounds: float = 0.0    # and further load rounds, weighted by the share of new bytes (far_rounds)
-    once: float = 0.0      # w: latencies per CTA waited for the main loop's loaded bounds (bound_waits)
+    bound_waits: float = 0.0   # w: latencies per CTA waited for the main loop's loaded bounds
 
 
 def in_flight(c: int, lp: _Loop) -> float:
@@ -870,7 +877,7 @@ class _Kernel:
 
 def _kernel(r: _Rates, grid: int, blocks: int, n: int, lp: _Loop, lat: float | None = None) -> _Kernel:
     """One kernel's waves: (waves - 1) x cta(blocks) + cta(CTAs per SM of the tail); the first
-    tile's latency L is never hidden."""
+    tile's latency L is never hidden, nor the w latencies a CTA waits for its loop's loaded bounds."""
     slots = r.sms * blocks
     waves = -(-grid // slots)
     tail = grid - (waves - 1) * slots
@@ -878,7 +885,7 @@ def _kernel(r: _Rates, grid: int, blocks: int, n: int, lp: _Loop, lat: float | N
 
     def cta(c: int) -> float:
         first = (r.latency() if lat is None else lat) if lp.k >= 1 else 0.0
-        return n * step(r, c, lp, lat) + first + lp.once * (r.latency() if lat is None else lat)
+        return n * step(r, c, lp, lat) + first + lp.bound_waits * (r.latency() if lat is None else lat)
 
     tail_s = cta(c_tail)
     return _Kernel(waves, tail, (waves - 1) * cta(blocks) + tail_s, tail_s,
@@ -888,8 +895,8 @@ def _kernel(r: _Rates, grid: int, blocks: int, n: int, lp: _Loop, lat: float | N
 def _ragged(r: _Rates, iters: Sequence[int], blocks: int, lp: _Loop) -> _Kernel:
     """CTAs of different lengths (cta_iterations), list-scheduled in launch order onto SMs x blocks
     slots -- each slot starts the next CTA when its last one ends -- the makespan. A CTA costs its
-    iterations x step(c) plus the first tile's latency L when pipelined; one with no iterations L
-    (it reads its bounds and returns). c: the CTAs with work per SM, at most `blocks` (a launch whose
+    iterations x step(c) plus the first tile's latency L when pipelined and w x L for its loaded bounds
+    (bound_waits); one with no iterations L, or w x L when more (it reads its bounds and returns). c: the CTAs with work per SM, at most `blocks` (a launch whose
     working CTAs fill less than a wave shares each SM among fewer); the thinning tail is not costed."""
     import heapq
     slots = r.sms * blocks
@@ -898,7 +905,7 @@ def _ragged(r: _Rates, iters: Sequence[int], blocks: int, lp: _Loop) -> _Kernel:
     first = L if lp.k >= 1 else 0.0
     free = [0.0] * max(1, min(slots, len(iters)))
     for it in iters:
-        heapq.heapreplace(free, free[0] + (it * s + first + lp.once * L if it else max(1.0, lp.once) * L))
+        heapq.heapreplace(free, free[0] + (it * s + first + lp.bound_waits * L if it else max(1.0, lp.bound_waits) * L))
     waves = -(-len(iters) // slots)
     return _Kernel(waves, len(iters) - (waves - 1) * slots, max(free), 0.0, _steps(r, blocks, lp))
 
@@ -944,7 +951,7 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
                   roofline_mem_s=nbytes / r.bw, roofline_comp_s=flops / r.peak, launch_s=launch_s,
                   passes=res.passes, reread_miss=miss, hoist=res.hoist, revisit_bytes=revisit, dram_eff=res.dram_eff,
                   issue_slots=res.issue_per_iter, chain_cycles=res.chain_cycles, dependent_loads=res.gathers,
-                  load_rounds=res.rounds, bound_waits=res.once)
+                  load_rounds=res.rounds, bound_waits=res.bound_waits)
     if B <= 0:
         inf = math.inf
         return Estimate(fits=False, slots=0, waves=0, tail_ctas=0, latency_step_s=inf, dram_step_s=inf,
@@ -953,7 +960,7 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
                         latency_s=inf, step_s=inf, waves_s=inf, tail_s=inf,
                         secondary_s=0.0, spill_s=0.0, total_s=inf, bound="does not fit", **common)
     lp = _Loop(d, t, s, f, k, max(1, res.unroll), res.threads // 32, res.batches, res.hoist, res.issue_per_iter,
-               res.exchange_cycles, res.dram_eff, res.mma_waits, res.chain_cycles, res.gathers, res.rounds, res.once)
+               res.exchange_cycles, res.dram_eff, res.mma_waits, res.chain_cycles, res.gathers, res.rounds, res.bound_waits)
     main = _kernel(r, grid, B, n, lp) if ragged is None else _ragged(r, ragged, B, lp)
     second = sum(_kernel(r, x.grid, x.blocks_per_sm, x.iterations,
                          _Loop(float(x.dram_bytes), float(x.tile_bytes), 0.0, 0.0, min(x.ahead, x.iterations)),

@@ -446,42 +446,68 @@ def _evaluate(op: str, rest: str, env: Mapping[str, Any], ids: Mapping[str, np.n
     return None
 
 
-def loaded_bounds(ttgir: str, report: Any, hops: int = 40) -> bool:
-    """Whether the main loop's trip count is read from memory: its scf.for's lower or upper bound comes,
-    through at most `hops` defining ops, from a tt.load (a segment's offsets, a sequence's length, a CSR
-    row pointer). Such a loop cannot start before that load returns: a latency of its own, once per
-    trip of the code around the loop. False without a main loop or TTGIR."""
+def loaded_bounds(ttgir: str, report: Any, hops: int = 40) -> int | None:
+    """Where the load sits that the main loop's trip count is read from, or None when it is not read from
+    memory: its scf.for's lower or upper bound traced back, at most `hops` steps of defining ops, to a
+    tt.load (a segment's offsets, a sequence's length, a CSR row pointer). Returns the index
+    (PipelineReport.loops) of the innermost loop holding that load, -1 when it sits in no loop. A value
+    an scf.if yields depends on what its branches yield, a loop's carried value (iter_args) on its
+    initial value. Such a loop cannot start before that load returns: a latency of its own, once per
+    trip of the loop holding the load (rank.bound_waits)."""
     main = getattr(report, "main", None)
     if main is None or not ttgir:
-        return False
+        return None
     target = next(i for i, lp in enumerate(report.loops) if lp is main)
-    defs: dict[str, tuple[str, list[str]]] = {}
-    fors, in_func = -1, False
+    defs: dict[str, tuple[str, list[str], int]] = {}      # name -> (op, operands, loop holding it)
+    fors, depth, in_func = -1, 0, False
+    loops: list[tuple[int, int]] = []                     # open scf.for: (index, brace depth at its line)
+    ifs: list[tuple[str, int]] = []                       # open scf.if: (its result's name, brace depth)
     for ln in ttgir.splitlines():
         in_func = in_func or "tt.func public" in ln       # loops counted as _walk counts them
-        m = _OP.match(ln) if in_func else None
-        if not m:
+        if not in_func:
             continue
-        res, op, rest = m.group(1), m.group(2), ln[m.end():]
+        m = _OP.match(ln)
+        res, op, rest = (m.group(1), m.group(2), ln[m.end():]) if m else (None, "", "")
+        inner = loops[-1][0] if loops else -1
         if op == "scf.for":
             fors += 1
+            f = _FOR.search(ln)
             if fors == target:
-                f = _FOR.search(ln)
-                if f is None:
-                    return False
-                todo, seen = [f.group(2), f.group(3)], set()
-                for _ in range(hops):
-                    nxt = []
-                    for v in todo:
-                        if v in seen or v not in defs:
-                            continue
-                        seen.add(v)
-                        dop, args = defs[v]
-                        if dop == "tt.load":
-                            return True
-                        nxt += args
-                    todo = nxt
-                return False
-        if res is not None:
-            defs[res] = (op, re.findall(_SSA, rest.split(":")[0] if op != "scf.for" else rest))
-    return False
+                return None if f is None else _traced_load(defs, [f.group(2), f.group(3)], hops)
+            if "iter_args(" in ln:                        # a carried value starts as its init
+                for alias, init in re.findall(rf"({_SSA}) = ({_SSA})", ln.split("iter_args(", 1)[1]):
+                    defs[alias] = ("iter_args", [init], inner)
+            loops.append((fors, depth))
+        elif op == "scf.yield" and ifs and ifs[-1][1] == depth - 1:
+            name = ifs[-1][0]
+            defs[name] = ("scf.if", defs[name][1] + re.findall(_SSA, rest.split(":")[0]), defs[name][2])
+        if res is not None and op != "scf.for":
+            defs[res] = (op, re.findall(_SSA, rest.split(":")[0] if op != "scf.if" else rest.split("->")[0]), inner)
+            if op == "scf.if":
+                ifs.append((res, depth))
+        depth += _STRINGS.sub('""', ln).count("{") - _STRINGS.sub('""', ln).count("}")
+        while loops and depth <= loops[-1][1]:
+            loops.pop()
+        while ifs and depth <= ifs[-1][1]:
+            ifs.pop()
+        if depth <= 0:
+            break
+    return None
+
+
+def _traced_load(defs: Mapping[str, tuple[str, list[str], int]], names: list[str], hops: int) -> int | None:
+    """The loop index holding the first tt.load that `names` come from (breadth first, `hops` levels; a
+    multi-result op's `%x#1` read as `%x`), -1 for one in no loop; None when none does."""
+    todo, seen = [n.split("#")[0] for n in names], set()
+    for _ in range(hops):
+        nxt = []
+        for v in todo:
+            if v in seen or v not in defs:
+                continue
+            seen.add(v)
+            op, args, where = defs[v]
+            if op == "tt.load":
+                return where
+            nxt += [a.split("#")[0] for a in args]
+        todo = nxt
+    return None

@@ -528,3 +528,13 @@ def test_a_kernel_under_heuristics_over_autotune_is_found():
     assert launched.resolve({"BLOCK": 1024})["EVEN"] is False
     assert launched.at_point({"N": 4096}).resolve({"BLOCK": 1024})["EVEN"] is True
     assert "constexpr EVEN set by the kernel's @triton.heuristics on them" in launched.specialization
+
+    # a heuristic's constexpr with a Python default is still the heuristic's, as Triton launches it
+    @triton.heuristics({"EVEN": lambda args: args["N"] % args["BLOCK"] == 0})
+    @triton.jit
+    def scale_default(X, N, EVEN: tl.constexpr = False, BLOCK: tl.constexpr = 1024):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(X + offs, tl.load(X + offs, mask=offs < N) * 2, mask=offs < N)
+
+    defaulted = bare_kernel(scale_default, launcher=Launcher(example_args=example_args, points=({"N": 4096},)))
+    assert defaulted.resolve({})["EVEN"] is True and defaulted.resolve({"BLOCK": 1000})["EVEN"] is False

@@ -225,15 +225,76 @@ def test_a_row_loop_whose_bounds_are_loaded_waits_for_them(shared_cache):
                          num_warps=8, num_stages=1, keep_ir=True)
     assert res.ok, res.message
     rep = P.analyze(res)
-    assert T.loaded_bounds(res.ttgir, rep)
+    assert T.loaded_bounds(res.ttgir, rep) == rep.main.parent == 0      # the offsets load sits in the segment loop
     # 4 segment trips a CTA over 12 row iterations a CTA: loop_nest's shares 4 / 12 and 1 / 12 -> 4 waits
     assert R.bound_waits(res, rep, (4 / 12, 1 / 12)) == pytest.approx(4.0)
     plain = compile_kernel(_row_sum_kernel, {"X": "*fp32:16", "OUT": "*fp32:16", "L": "i32", "D": "i32"},
                            {"BLOCK_L": 16, "BLOCK_D": 64}, arch="sm_90", num_warps=4, num_stages=1, keep_ir=True)
     assert plain.ok, plain.message
     prep = P.analyze(plain)
-    assert prep.main is not None and not T.loaded_bounds(plain.ttgir, prep)
+    assert prep.main is not None and T.loaded_bounds(plain.ttgir, prep) is None
     assert R.bound_waits(plain, prep, (None, 1 / 12)) == 0.0
+
+
+@triton.jit
+def _len_once_kernel(X, LEN, OUT, D, SEGS: tl.constexpr, BLOCK_L: tl.constexpr, BLOCK_D: tl.constexpr):
+    n = tl.load(LEN + tl.program_id(0))                    # one length a CTA, loaded before the segment loop
+    ds = tl.arange(0, BLOCK_D)
+    for i in range(SEGS):
+        acc = tl.zeros([BLOCK_L, BLOCK_D], tl.float32)
+        for l0 in range(0, n, BLOCK_L):
+            rows = l0 + tl.arange(0, BLOCK_L)
+            acc += tl.load(X + (i * 4096 + rows)[:, None] * D + ds[None, :], mask=(rows < n)[:, None], other=0.0)
+        tl.store(OUT + (tl.program_id(0) * SEGS + i) * D + ds, tl.sum(acc, axis=0))
+
+
+@triton.jit
+def _len_if_kernel(X, LEN, OUT, B, D, BLOCK_L: tl.constexpr, BLOCK_D: tl.constexpr):
+    pid = tl.program_id(0)
+    n = 0
+    if pid < B:                                            # the length comes out of an scf.if
+        n = tl.load(LEN + pid)
+    ds = tl.arange(0, BLOCK_D)
+    acc = tl.zeros([BLOCK_L, BLOCK_D], tl.float32)
+    for l0 in range(0, n, BLOCK_L):
+        rows = l0 + tl.arange(0, BLOCK_L)
+        acc += tl.load(X + rows[:, None] * D + ds[None, :], mask=(rows < n)[:, None], other=0.0)
+    tl.store(OUT + pid * D + ds, tl.sum(acc, axis=0))
+
+
+@triton.jit
+def _len_carried_kernel(X, OFFSETS, OUT, D, SEGS: tl.constexpr, BLOCK_L: tl.constexpr, BLOCK_D: tl.constexpr):
+    start = tl.load(OFFSETS + tl.program_id(0) * SEGS)      # each segment starts where the last one ended
+    ds = tl.arange(0, BLOCK_D)
+    for i in range(SEGS):
+        end = start + 64
+        acc = tl.zeros([BLOCK_L, BLOCK_D], tl.float32)
+        for l0 in range(start, end, BLOCK_L):
+            rows = l0 + tl.arange(0, BLOCK_L)
+            acc += tl.load(X + rows[:, None] * D + ds[None, :])
+        tl.store(OUT + (tl.program_id(0) * SEGS + i) * D + ds, tl.sum(acc, axis=0))
+        start = end
+
+
+def test_where_the_loaded_bound_comes_from(shared_cache):
+    """A length loaded once before the segment loop is one wait a CTA, not one a segment; a length that
+    comes out of an `if` (an scf.if's yield) or a start carried from segment to segment (the segment
+    loop's iter_args) is still traced back to its load."""
+    from occmodel.compile import compile_kernel
+    sig = {"X": "*fp32:16", "LEN": "*i32:16", "OUT": "*fp32:16", "D": "i32"}
+    const = {"SEGS": 4, "BLOCK_L": 16, "BLOCK_D": 64}
+    once = compile_kernel(_len_once_kernel, sig, const, arch="sm_90", num_warps=4, num_stages=1, keep_ir=True)
+    rep = P.analyze(once)
+    assert rep.main.parent == 0 and T.loaded_bounds(once.ttgir, rep) == -1
+    assert R.bound_waits(once, rep, (4 / 12, 1 / 12)) == 1.0
+    guarded = compile_kernel(_len_if_kernel, {**sig, "B": "i32"}, {"BLOCK_L": 16, "BLOCK_D": 64}, arch="sm_90",
+                             num_warps=4, num_stages=1, keep_ir=True)
+    assert "scf.if" in guarded.ttgir and T.loaded_bounds(guarded.ttgir, P.analyze(guarded)) == -1
+    carried = compile_kernel(_len_carried_kernel, {"X": "*fp32:16", "OFFSETS": "*i32:16", "OUT": "*fp32:16", "D": "i32"},
+                             const, arch="sm_90", num_warps=4, num_stages=1, keep_ir=True)
+    crep = P.analyze(carried)
+    assert "iter_args" in carried.ttgir and T.loaded_bounds(carried.ttgir, crep) == -1
+    assert R.bound_waits(carried, crep, (4 / 12, 1 / 12)) == 1.0
 
 
 def test_each_cta_pays_its_bound_waits_once():
@@ -242,10 +303,13 @@ def test_each_cta_pays_its_bound_waits_once():
     r = R._Rates(sms=100, bw=4e12, l2=1e13, smem=2.56e13, peak=1e15, lat=1e-6, l2_lat=3e-7, clock=2e9)
     lp = R._Loop(d=64, t=64, s=0, f=0, k=0)
     base = R._kernel(r, 200, 1, 4, lp)
-    waited = R._kernel(r, 200, 1, 4, R._Loop(d=64, t=64, s=0, f=0, k=0, once=2.0))
+    waited = R._kernel(r, 200, 1, 4, R._Loop(d=64, t=64, s=0, f=0, k=0, bound_waits=2.0))
     assert waited.total_s == pytest.approx(base.total_s + 2 * 2 * 1e-6)
     # a ragged launch: each CTA with rows pays them too; one with none reads its bounds and returns (1 x L,
     # or its waits when more)
     rag = R._ragged(r, [4, 0, 4], 1, lp)
-    rag_w = R._ragged(r, [4, 0, 4], 1, R._Loop(d=64, t=64, s=0, f=0, k=0, once=2.0))
+    rag_w = R._ragged(r, [4, 0, 4], 1, R._Loop(d=64, t=64, s=0, f=0, k=0, bound_waits=2.0))
     assert rag_w.total_s == pytest.approx(rag.total_s + 2 * 1e-6)
+    idle_w = R._Loop(d=64, t=64, s=0, f=0, k=0, bound_waits=2.0)
+    assert R._ragged(r, [0], 1, idle_w).total_s == pytest.approx(2 * 1e-6)     # no rows: its 2 waits alone
+    assert R._ragged(r, [0], 1, lp).total_s == pytest.approx(1e-6)             # no loaded bounds: L

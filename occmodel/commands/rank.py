@@ -37,7 +37,7 @@ def add_parser(subs, common) -> None:
                     "the shared-memory pipe for a cross-warp exchange in the loop "
                     "(a reduction or layout conversion behind a block-wide barrier), combined as a smooth maximum "
                     "((sum of t^4)^(1/4)); a CTA adds a latency before its loop when the loop's trip count is "
-                    "loaded (a segment's offsets, a sequence's length: bound_waits, once per segment); then waves "
+                    "loaded (a segment's offsets, a sequence's length: bound_waits, once per segment that loads its own); then waves "
                     "of CTAs (grid vs SMs x "
                     "resident blocks, the tail wave costed), secondary kernels (decode's combine), spills "
                     "(--compiled) and launches. Every term is a column. "
@@ -147,7 +147,8 @@ def run(args) -> Report:
                  ("shared_ns", "(d) shared ns"), ("tensor_ns", "(e) tensor ns"), ("issue_ns", "(f) issue ns"),
                  ("slots", "(f) slots/warp/iter"), ("chain", "(f) one-warp chain cycles/iter"), ("exchange_ns", "(g) exchange ns"),
                  ("barriers", "loop barriers"), ("reread_miss", "re-read L2 miss %"), ("revisit_mb", "tile-order re-read MB"),
-                 ("hoist", "latency waits/iter"), ("gathers", "dependent loads/iter"), ("rounds", "further load rounds/iter"), ("dram_eff", "DRAM share %"), ("atomic_us", "atomics us"),
+                 ("hoist", "latency waits/iter"), ("gathers", "dependent loads/iter"), ("rounds", "further load rounds/iter"),
+                 ("bound_waits", "loaded-bound waits/CTA"), ("dram_eff", "DRAM share %"), ("atomic_us", "atomics us"),
                  ("waves_us", "main us"),
                  ("tail_us", "tail wave us"), ("secondary_us", "secondary us"), ("spill_us", "spill us"),
                  ("launch_us", "launch us")]
@@ -171,6 +172,7 @@ def run(args) -> Report:
                          "hoist": round(e.hoist, 3) if compiled and not e.tiles_in_flight else None,
                          "gathers": round(e.dependent_loads, 3) if e.dependent_loads else None,
                          "rounds": round(e.load_rounds, 3) if e.load_rounds else None,
+                         "bound_waits": round(e.bound_waits, 3) if e.bound_waits else None,
                          "dram_eff": round(100 * e.dram_eff) if e.dram_eff < 1 else None,
                          "atomic_us": _us(e.atomic_s) if e.atomic_s else None,
                          "waves_us": _us(e.waves_s), "tail_us": _us(e.tail_s), "secondary_us": _us(e.secondary_s),
