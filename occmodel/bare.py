@@ -161,7 +161,7 @@ class BareKernel(KernelCard):
         if self.fixed_signature is not None:
             return "--signature as given"
         where = f" at point {dict(self.default_points[0])}" if self.default_points else ""
-        heur = [n for n in self.from_example if "@triton.heuristics" in self.param(n).doc]
+        heur = [n for n in self.from_example if n in dict(self.heuristics)]
         plain = [n for n in self.from_example if n not in heur]
         taken = (f"; constexpr {', '.join(plain)} taken from those arguments" if plain else "") + \
                 (f"; constexpr {', '.join(heur)} set by the kernel's @triton.heuristics on them" if heur else "")
@@ -442,9 +442,9 @@ def _defaults_from_example(fn, params: list, source: Callable, launcher, points,
         values = _as_mapping(fn, _call(source, cfg, points), "the example arguments")
     except (KernelError, ConfigError) as exc:
         return params, str(exc)        # check() names what is missing, and why the example did not say
-    values = _heuristic_values(heuristics, values, {k: v for k, v in cfg.items() if v is not None})
+    values = _heuristic_values(heuristics, values, cfg)
     given = dict(launcher.baseline or {}) if launcher is not None else {}
-    heur = {n for n, _ in heuristics}
+    heur = dict(heuristics)
     out = []
     for p in params:
         if (p.default is None or p.name in heur) and p.name not in given and values.get(p.name) is not None:
@@ -478,10 +478,11 @@ def bare_kernel(fn, *, signature: str | Mapping[str, str] | None = None, args: C
         raise KernelError(f"{jf.__name__} has a constexpr named {clash[0]!r}, which occmodel reserves for the launch")
     points = tuple(launcher.points) if launcher is not None else ()
     source = args if args is not None else (launcher.example_args if launcher is not None else None)
-    missing = [p.name for p in params if p.default is None or p.name in {n for n, _ in wrapper_heuristics(fn)}]
+    heuristics = wrapper_heuristics(fn)
+    missing = [p.name for p in params if p.default is None or p.name in dict(heuristics)]
     example_error = None
     if missing and source is not None and signature is None:
-        params, example_error = _defaults_from_example(jf, params, source, launcher, points, wrapper_heuristics(fn))
+        params, example_error = _defaults_from_example(jf, params, source, launcher, points, heuristics)
     workload = ()
     if points:
         keys = list(dict.fromkeys(k for p in points for k in p))
@@ -498,8 +499,7 @@ def bare_kernel(fn, *, signature: str | Mapping[str, str] | None = None, args: C
                for k in knobs]
     kernel = BareKernel(name=name or jf.__name__, summary=f"bare @triton.jit kernel {jf.__name__}",
                         params=tuple(params), baseline=baseline, kernel=jf, workload_params=workload,
-                        default_points=points, fn=jf, args_fn=args, launcher=launcher, heuristics=wrapper_heuristics(fn),
-                        wrapped=fn,
+                        default_points=points, fn=jf, args_fn=args, launcher=launcher, heuristics=heuristics, wrapped=fn,
                         fixed_signature=None if signature is None else parse_signature(jf, signature))
     kernel.from_example = tuple(p.name for p in params if p.doc.endswith("(value from the example arguments)"))
     kernel.example_error = example_error

@@ -884,8 +884,8 @@ def _kernel(r: _Rates, grid: int, blocks: int, n: int, lp: _Loop, lat: float | N
     c_tail = -(-tail // r.sms)
 
     def cta(c: int) -> float:
-        first = (r.latency() if lat is None else lat) if lp.k >= 1 else 0.0
-        return n * step(r, c, lp, lat) + first + lp.bound_waits * (r.latency() if lat is None else lat)
+        L = r.latency() if lat is None else lat
+        return n * step(r, c, lp, lat) + (L if lp.k >= 1 else 0.0) + lp.bound_waits * L
 
     tail_s = cta(c_tail)
     return _Kernel(waves, tail, (waves - 1) * cta(blocks) + tail_s, tail_s,

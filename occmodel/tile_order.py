@@ -267,10 +267,9 @@ def _walk(ttgir: str, int_args: Mapping[str, int], pid: np.ndarray, dims: Mappin
             else:
                 if f:
                     env[f.group(1)] = lb
-                if "iter_args(" in ln:         # a loop's carried values start as their inits
-                    for alias, init in re.findall(rf"({_SSA}) = ({_SSA})", ln.split("iter_args(", 1)[1]):
-                        if init in env:
-                            env[alias] = env[init]
+                for alias, init in _iter_args(ln):      # a loop's carried values start as their inits
+                    if init in env:
+                        env[alias] = env[init]
             nest.append((fors, _mean_trips(lb, ub, step)))
             if fors == target:
                 depth_main = depth
@@ -474,9 +473,8 @@ def loaded_bounds(ttgir: str, report: Any, hops: int = 40) -> int | None:
             f = _FOR.search(ln)
             if fors == target:
                 return None if f is None else _traced_load(defs, [f.group(2), f.group(3)], hops)
-            if "iter_args(" in ln:                        # a carried value starts as its init
-                for alias, init in re.findall(rf"({_SSA}) = ({_SSA})", ln.split("iter_args(", 1)[1]):
-                    defs[alias] = ("iter_args", [init], inner)
+            for alias, init in _iter_args(ln):            # a carried value starts as its init
+                defs[alias] = ("iter_args", [init], inner)
             loops.append((fors, depth))
         elif op == "scf.yield" and ifs and ifs[-1][1] == depth - 1:
             name = ifs[-1][0]
@@ -485,7 +483,8 @@ def loaded_bounds(ttgir: str, report: Any, hops: int = 40) -> int | None:
             defs[res] = (op, re.findall(_SSA, rest.split(":")[0] if op != "scf.if" else rest.split("->")[0]), inner)
             if op == "scf.if":
                 ifs.append((res, depth))
-        depth += _STRINGS.sub('""', ln).count("{") - _STRINGS.sub('""', ln).count("}")
+        bare = _STRINGS.sub('""', ln)
+        depth += bare.count("{") - bare.count("}")
         while loops and depth <= loops[-1][1]:
             loops.pop()
         while ifs and depth <= ifs[-1][1]:
@@ -493,6 +492,11 @@ def loaded_bounds(ttgir: str, report: Any, hops: int = 40) -> int | None:
         if depth <= 0:
             break
     return None
+
+
+def _iter_args(ln: str) -> list[tuple[str, str]]:
+    """(carried value, its initial value) of an scf.for line's iter_args; [] without any."""
+    return re.findall(rf"({_SSA}) = ({_SSA})", ln.split("iter_args(", 1)[1]) if "iter_args(" in ln else []
 
 
 def _traced_load(defs: Mapping[str, tuple[str, list[str], int]], names: list[str], hops: int) -> int | None:
