@@ -173,8 +173,11 @@ class BareKernel(KernelCard):
         return "none given"
 
     # ---------------------------------------------------------- workload
-    def _hook(self, name: str):
-        return getattr(self.launcher, name, None) if self.launcher is not None else None
+    def _hook(self, name: str, guarded: bool = True):
+        """The launcher's hook `name` (None without it); a hook of the model (grid, cta_iterations, ...)
+        through :func:`_guarded`, a run's own (reference, torch_baseline) as the user wrote it."""
+        f = getattr(self.launcher, name, None) if self.launcher is not None else None
+        return _guarded(self.name, name, f) if f is not None and guarded else f
 
     def grid(self, cfg, point):
         dims = self.launch_grid(cfg, point)
@@ -274,14 +277,14 @@ class BareKernel(KernelCard):
         return self.launcher.launch(inputs, cfg)
 
     def reference(self, inputs):
-        f = self._hook("reference")
+        f = self._hook("reference", guarded=False)
         return None if f is None else f(inputs)
 
     def has_reference(self) -> bool:
         return self._hook("reference") is not None
 
     def torch_baseline(self, inputs):
-        f = self._hook("torch_baseline")
+        f = self._hook("torch_baseline", guarded=False)
         return None if f is None else f(inputs)
 
     def has_torch_baseline(self) -> bool:
@@ -360,6 +363,23 @@ def parse_signature(fn, text: str | Mapping[str, str]) -> dict[str, str]:
         raise ConfigError(f"--signature gives no type for {', '.join(missing)} of {fn.__name__}; e.g. "
                           f"{missing[0]}=i32 (':16' when the launch value is a multiple of 16)")
     return pairs
+
+
+def _guarded(kernel: str, name: str, f: Callable) -> Callable:
+    """f, whose failure (a user's hook on a config value it cannot take: -D BLOCK=abc) is a KernelError
+    naming the hook and its arguments, one line, instead of the hook's traceback."""
+    def call(*args):
+        try:
+            return f(*args)
+        except (KernelError, ConfigError):
+            raise
+        except Exception as exc:
+            given = "; ".join(", ".join(f"{k}={v!r}" for k, v in a.items()
+                                        if isinstance(v, (int, float, str)) and k not in ("num_warps", "num_stages"))
+                              for a in args if isinstance(a, Mapping))
+            raise KernelError(f"launcher of {kernel}: {name}() failed for {given or 'its arguments'}: "
+                              f"{type(exc).__name__}: {exc}".splitlines()[0]) from None
+    return call
 
 
 def _has_default(fn, name: str) -> bool:

@@ -344,6 +344,40 @@ def test_a_launchers_cta_iterations_must_give_one_count_per_cta():
             kernel(bad).cta_iterations({}, {})
 
 
+def test_a_launcher_hook_that_cannot_take_a_config_value_is_one_line_naming_it(env, tmp_path):
+    """-D BLOCK=abc reaches the user's hooks as a string: each hook's failure names the hook, the
+    config and the point, not the hook's traceback; the CLI exits 2 with that one line."""
+    from occmodel.bare import bare_kernel
+    from occmodel.card import load_object
+    from occmodel.errors import KernelError
+    from occmodel.launcher import Launcher
+    fn = load_object(KERNEL)
+
+    def cdiv(cfg, point):
+        return -(-point["M"] // cfg["BM"])
+    kernel = bare_kernel(fn, signature=SIG, launcher=Launcher(
+        grid=cdiv, loop_iterations=cdiv, cta_iterations=lambda cfg, point: [1] * cdiv(cfg, point),
+        bytes_moved=lambda point: point["M"] // point["dtype"], flops=lambda point: point["M"] // point["dtype"],
+        secondary_kernels=lambda cfg, point: [cdiv(cfg, point)]))
+    cfg, point = {"BM": "abc", "num_warps": 4}, {"M": 256, "dtype": "fp16"}
+    for hook in ("grid", "loop_iterations", "cta_iterations", "bytes_moved", "flops", "secondary_kernels"):
+        with pytest.raises(KernelError) as err:
+            getattr(kernel, hook)(cfg, point)
+        assert str(err.value).startswith(f"launcher of mm_kernel: {hook}() failed for ")
+        assert "TypeError" in str(err.value) and "\n" not in str(err.value)
+        assert ("BM='abc'" in str(err.value)) == (hook not in ("bytes_moved", "flops"))   # those take the point only
+        assert "M=256, dtype='fp16'" in str(err.value)
+    ok = bare_kernel(fn, signature=SIG, launcher=Launcher(grid=cdiv))
+    assert ok.grid({"BM": 64}, point) == 4
+    launcher = tmp_path / "launcher.py"
+    launcher.write_text("POINTS = [{'M': 256}]\n"
+                        "def grid(cfg, point):\n    return -(-point['M'] // cfg['BM'])\n"
+                        "def loop_iterations(cfg, point):\n    return 4\n")
+    lines = occ(env, "rank", "--kernel", KERNEL, "--signature", SIG, "--launcher", launcher, "--spec", "sm_90",
+                "--baseline", "BM=64,BN=64,BK=32", "-D", "BM=abc", rc=2).stderr.strip().splitlines()
+    assert len(lines) == 1 and "grid() failed for BM='abc'" in lines[0], lines
+
+
 def test_a_launcher_for_rank_alone_needs_no_make_inputs_or_launch():
     """rank and the pruner run nothing: a launcher with only the workload hooks serves them; running
     the kernel names the two functions it lacks."""
