@@ -280,6 +280,18 @@ SWEEPS: dict[str, dict[str, Any]] = {
     # num_stages fixed at 1 (the chunk loop holds no dot: stages 1 and 3 compile to the same cubin); HEADS_PER_CTA 1 and BLOCK_T 16 left out (too little / too much a CTA); (8, 8) on 2 warps spills at D 256
     "qk_norm_rope": {"file": "examples/qk_norm_rope.py", "role": "held-out-19",
                  "axes": {"BLOCK_T": [1, 2, 4, 8], "HEADS_PER_CTA": [2, 4, 8], "SPLIT_HEADS": [0, 1], "num_warps": [2, 4, 8], "num_stages": [1]}},
+    # BLOCK_N 128 left out (D 128: spills 2-308 bytes on 4 and 8 warps, and 3+ stages pass 227 KiB at BLOCK_M 64+), num_stages 5 (BLOCK_M 128 x BLOCK_N 64 spills on 8 warps from 4 stages); BLOCK_M 128 on 4 warps kept though it spills 38-128 bytes at the D 128 points (the fp32 dQ tile alone is 128 registers a thread: the autotuner's loser), 128 x 64 / 8 warps / 4 stages 6 bytes, 128 x 64 / 4 warps / 2-3 stages 8-14 bytes at the D 64 point
+    "attn_bwd_dq": {"file": "examples/attn_bwd_dq.py", "role": "held-out-20",
+                    "axes": {"BLOCK_M": [32, 64, 128], "BLOCK_N": [16, 32, 64], "num_warps": [4, 8], "num_stages": [2, 3, 4]}},
+    # LOOP_STAGES 3 left out (BLOCK_V 4096 on 4 warps spills 56-60 words at the fp32 points; 204-221 registers at 2048), BLOCK_V 8192 (4 warps: 237-255 registers, 100 words spilled at 2 stages), the scatter's BLOCK_T / warps (fixed 1024 / 4: a small share of the time); num_stages 1 only (no dot: LOOP_STAGES pipelines the walk)
+    "logits_penalty": {"file": "examples/logits_penalty.py", "role": "held-out-20",
+                 "axes": {"BLOCK_V": [1024, 2048, 4096], "TILES_PER_CTA": [1, 4, 16], "LOOP_STAGES": [1, 2], "num_warps": [4, 8, 16], "num_stages": [1]}},
+    # num_stages fixed at 1 (the walk's nested data-dependent while loop keeps the pipeliner off: stages 1-3 give the same sm_90 cubin); BLOCK_N 256 left out (spills 22-130 bytes on 4 warps), BLOCK_M 128 (a [128, 64] int64 top-K tile), SPLIT 2-4 (between 1 and 8, few CTAs at the 16-query point)
+    "knn_topk": {"file": "examples/knn_topk.py", "role": "held-out-20",
+                 "axes": {"BLOCK_M": [16, 32, 64], "BLOCK_N": [64, 128], "SPLIT": [1, 8, 32, 128], "num_warps": [4, 8], "num_stages": [1]}},
+    # 2 warps and BLOCK_W 512 left out (16 elements a thread at BLOCK_H 4 spill: 4 x 256 on 2 warps 136-144 bytes, 4 x 512 on 4 warps 8-136), ROWS 64 (past the 56-row maps); num_stages 1 only (no dot: 1-3 give the same regs / smem); all 162 sm_90 compiles (triton 3.6): 56-168 regs, <= 4 KiB smem, no spills
+    "stencil2d": {"file": "examples/stencil2d.py", "role": "held-out-20",
+                 "axes": {"BLOCK_H": [1, 2, 4], "BLOCK_W": [64, 128, 256], "ROWS": [8, 16, 32], "num_warps": [4, 8], "num_stages": [1]}},
     "decode_attention": {"card": "decode_attention", "role": "development",
                          "axes": {"BLOCK_T": [16, 32, 64], "BLOCK_H": [16, 32], "num_warps": [2, 4, 8],
                                   "num_stages": [1, 2, 3, 4]},
