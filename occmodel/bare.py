@@ -377,9 +377,13 @@ def _guarded(kernel: str, name: str, f: Callable) -> Callable:
             given = "; ".join(", ".join(f"{k}={v!r}" for k, v in a.items()
                                         if isinstance(v, (int, float, str)) and k not in ("num_warps", "num_stages"))
                               for a in args if isinstance(a, Mapping))
-            raise KernelError(f"launcher of {kernel}: {name}() failed for {given or 'its arguments'}: "
-                              f"{type(exc).__name__}: {exc}".splitlines()[0]) from None
+            raise _failure(f"launcher of {kernel}: {name}()", given or "its arguments", exc) from None
     return call
+
+
+def _failure(what: str, given: str, exc: Exception) -> KernelError:
+    """One line: what of the user's failed, on which values, and its exception's first line."""
+    return KernelError(f"{what} failed for {given}: {type(exc).__name__}: {exc}".splitlines()[0])
 
 
 def _has_default(fn, name: str) -> bool:
@@ -399,8 +403,7 @@ def _call(f: Callable, cfg: Config, points) -> Any:
         raise
     except Exception as exc:
         given = ", ".join(f"{k}={v}" for k, v in cfg.items() if k not in ("num_warps", "num_stages"))
-        raise KernelError(f"{getattr(f, '__name__', f)}(cfg) failed for {given or 'the baseline'}: "
-                          f"{type(exc).__name__}: {exc}".splitlines()[0]) from None
+        raise _failure(f"{getattr(f, '__name__', f)}(cfg)", given or "the baseline", exc) from None
 
 
 def _int_values(v: Any):
