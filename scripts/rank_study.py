@@ -813,6 +813,8 @@ MEASURED = [
     ("reports/h200/rank_study_round16b_h200.json", None, None),
     ("reports/h200/rank_study_round17_h200.json", None, None),
     ("reports/h200/rank_study_round18_h200.json", None, None),
+    ("reports/h200/rank_study_round19_h200.json", None, None),
+    ("reports/h200/rank_study_round20_h200.json", None, None),
 ]
 
 
