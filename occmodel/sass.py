@@ -54,6 +54,8 @@ class SassLoop:
                                   # (sass_chain.dependent_loads: a gather's index, a search's next probe)
     load_waits: float = 0.0     # full global-load latencies one warp waits out per trip (sass_chain.load_waits:
                                 # once per round of loads it uses before it issues the next)
+    local_bytes: int = 0        # bytes one thread stores to and loads from local memory per trip (STL / LDL:
+                                # registers ptxas spilled)
 
 
 def _ldg_bytes(op: str) -> int:
@@ -115,7 +117,18 @@ def _span(insts: list[tuple[int, str, str]], start: int, end: int, inner: bool, 
                         for op, args in kept),
                     trip_cycles(sass, start, end) if sass else 0.0,
                     dependent_loads(sass, start, end) if sass else 0.0,
-                    load_waits(sass, start, end) if sass else 0.0)
+                    load_waits(sass, start, end) if sass else 0.0,
+                    sum(_ldg_bytes(op) for op in body if _is_local(op)))
+
+
+def _is_local(op: str) -> bool:
+    """A thread's load from or store to local memory (LDL / STL): a spilled register's round trip."""
+    return op.startswith(("LDL", "STL"))
+
+
+def local_bytes(sass: str) -> int:
+    """Bytes one thread moves to and from local memory over the whole listing, each instruction once."""
+    return sum(_ldg_bytes(op) for _, op, _ in instructions(sass) if _is_local(op))
 
 
 def _load_waves(ops: list[str]) -> int:
@@ -194,7 +207,7 @@ def own(outer: SassLoop, loops: list[SassLoop]) -> SassLoop:
 
 _COUNTS = ("instructions", "global_load_bytes", "global_loads", "mufu", "mma", "async_copies", "barriers",
            "shared_ops", "load_waves", "narrow_stores", "alu", "mma_waits", "chain",
-           "dependent_loads", "load_waits")
+           "dependent_loads", "load_waits", "local_bytes")
 
 
 def with_trips(outer: SassLoop, inner: list[tuple[SassLoop, float]]) -> SassLoop:
