@@ -40,7 +40,8 @@ def add_parser(subs, common) -> None:
                     "loaded (a segment's offsets, a sequence's length: bound_waits, once per segment that loads its own); then waves "
                     "of CTAs (grid vs SMs x "
                     "resident blocks, the tail wave costed), secondary kernels (decode's combine), spills "
-                    "(--compiled) and launches. Every term is a column. "
+                    "(--compiled: the main loop's local loads / stores every iteration, the rest of the listing's once a CTA) "
+                    "and launches. Every term is a column. "
                     "Constants: --calibration FILE (from `occmodel calibrate`), else a cached calibration for "
                     "the spec, else the spec product's datasheet with default latency and launch figures. "
                     "How good it is on kernels it never saw (H200): README, 'How good is it?'.",
