@@ -213,22 +213,9 @@ def test_exchange_term_costs_a_loops_shared_round_trips():
     """Term (g): a main loop holding a block-wide barrier sends its shared loads / stores through the
     SM's one shared-memory pipe; a vector reduction across warps pays EXCHANGE_CYCLES_PER_OP per access
     (bank conflicts), anything else 1 cycle (conflict-free)."""
-    from occmodel.card import KernelCard
+    from hand_cards import toy
 
-    class Toy(KernelCard):
-        def grid(self, cfg, point):
-            return 200
-
-        def loop_iterations(self, cfg, point):
-            return 10
-
-        def bytes_moved(self, cfg, point):
-            return 200 * 10 * 4096
-
-        def flops(self, cfg, point):
-            return 0
-
-    card = Toy(name="toy", summary="", params=(), baseline={})
+    card = toy()
     cal, cfg = _cal(), {"num_warps": 4, "num_stages": 2}
 
     def one(barriers, cycles):

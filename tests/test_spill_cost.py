@@ -11,7 +11,7 @@ import pytest
 from occmodel import calibrate as C
 from occmodel import rank as R
 from occmodel import sass as S
-from occmodel.card import KernelCard
+from hand_cards import toy
 
 # cuobjdump's layout: a prologue that spills two 64-bit registers (STL.64 x 2) and loads, a loop
 # (0x40..0x80) that reloads one 128-bit spill slot (LDL.128) and loads a word, and an epilogue that
@@ -43,24 +43,10 @@ def test_local_bytes_inside_and_outside_the_main_loop():
     assert R._sass_loop(None, 128, None).spill is None     # no listing: unknown
 
 
-class _Toy(KernelCard):
-    def grid(self, cfg, point):
-        return 200
-
-    def loop_iterations(self, cfg, point):
-        return 10
-
-    def bytes_moved(self, cfg, point):
-        return 200 * 10 * 4096
-
-    def flops(self, cfg, point):
-        return 0
-
-
 def test_spill_time_charges_the_loop_every_iteration_and_the_rest_once():
     cal = C.Calibration(spec="sm_90", gpu="test", sms=100, bandwidth_gbs=4000.0, latency_ns=1000.0,
                         launch_us=1.0, l2_bandwidth_gbs=10000.0, source="hand-worked")
-    card, cfg = _Toy(name="toy", summary="", params=(), baseline={}), {"num_warps": 4, "num_stages": 2}
+    card, cfg = toy(), {"num_warps": 4, "num_stages": 2}
 
     def spill_s(**kw):
         res = R.Resources(blocks_per_sm=2, threads=128, tile_bytes=4096, ahead=1, n_spills=6, source="hand", **kw)
