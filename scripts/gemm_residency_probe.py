@@ -16,7 +16,7 @@ x ceil(grid / 64): 80+ MB per operand, past the 60 MB L2, as in splitk_gemm). Pe
 median time / (iters x c); a config whose shared memory holds only one CTA per SM runs c = 2 as two waves
 (shared_bytes says which: the H200 gives a block at most 227 KB of an SM's 228 KB, 1 KB reserved each). Times: triton.testing.do_bench (warm-up, L2 flushed between runs, median).
 The full loop's result is checked against torch at one config before any timing.
-GPU code; it has run only where reports/GPU_NOTES.md says so.
+GPU code; it has run only where reports/GPU_NOTES.md says so (section 27: an H100, reports/h200/gemm_residency_h100.json).
 """
 
 from __future__ import annotations
@@ -78,6 +78,9 @@ def main() -> int:
     ap.add_argument("--out", default=None, help="write the rows as JSON here")
     ap.add_argument("--iters", type=int, default=128, help="tile steps per CTA (default 128)")
     args = ap.parse_args()
+    if args.iters < 1:
+        print(f"gemm_residency_probe: error: --iters {args.iters}: must be a whole number >= 1", file=sys.stderr)
+        return 2
     if not torch.cuda.is_available():
         print("gemm_residency_probe: error: needs a CUDA GPU", file=sys.stderr)
         return 2
