@@ -14,9 +14,10 @@ CTAs over idle SMs first; %smid is recorded per CTA and the placement printed, s
 assumed). Each CTA runs `--iters` steps of its own K range of A [1024, K] and B [K, 1024] (K = iters x 64
 x ceil(grid / 64): 80+ MB per operand, past the 60 MB L2, as in splitk_gemm). Per-tile time per SM =
 median time / (iters x c); a config whose shared memory holds only one CTA per SM runs c = 2 as two waves
-(shared_bytes says which: the H200 gives a block at most 227 KB of an SM's 228 KB, 1 KB reserved each). Times: triton.testing.do_bench (warm-up, L2 flushed between runs, median).
-The full loop's result is checked against torch at one config before any timing.
-GPU code; it has run only where reports/GPU_NOTES.md says so (section 27: an H100, reports/h200/gemm_residency_h100.json).
+(shared_bytes says which: Hopper gives a block at most 227 KB of an SM's 228 KB, 1 KB reserved each).
+Times: triton.testing.do_bench (warm-up, L2 flushed between runs, median). The full loop's result is
+checked against torch at one config before any timing. GPU code; it has run only where
+reports/GPU_NOTES.md says so (section 27: an H100, reports/h200/gemm_residency_h100.json).
 """
 
 from __future__ import annotations
