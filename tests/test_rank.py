@@ -354,7 +354,8 @@ def test_development_cases_are_every_timed_kernel_once():
         if legacy:
             seen += [k["kernel"] for k in json.loads((ROOT / legacy).read_text())["kernels"]]
     assert len(seen) == len(set(seen))
-    assert set(seen) == set(m.SWEEPS)    # every round judged (a new held-out round is left out here until it is)
+    unjudged = {k for k, s in m.SWEEPS.items() if s["role"] == "held-out-21"}     # declared, not yet timed
+    assert set(seen) == set(m.SWEEPS) - unjudged    # every round judged (a new held-out round is left out here)
     import triton
     if triton.__version__ != "3.6.0":
         proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "rank_study.py"), "development", "--out",
