@@ -310,6 +310,11 @@ def _secondary(kernel: str, spec: Any) -> Any:
     if bad:
         raise KernelError(f"launcher of {kernel}: secondary kernel {spec['name']!r} {bad[0]}={spec[bad[0]]!r}; "
                           f"allowed: an int >= {1 if bad[0] in ('grid', 'iterations', 'blocks_per_sm') else 0}")
+    if spec.get("dram_bytes", 0) > spec["tile_bytes"]:
+        # session 21: a launcher gave a fill kernel's whole tensor as dram_bytes (822 MB a CTA); rank charged it
+        raise KernelError(f"launcher of {kernel}: secondary kernel {spec['name']!r} dram_bytes={spec['dram_bytes']} "
+                          f"exceeds tile_bytes={spec['tile_bytes']}; allowed: 0 <= dram_bytes <= tile_bytes (both are "
+                          f"the bytes one CTA loads per iteration; dram_bytes the part of them from DRAM)")
     return Secondary(**{k: spec[k] for k in names if k in spec})
 
 

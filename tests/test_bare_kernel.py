@@ -312,6 +312,12 @@ def test_a_launchers_secondary_kernels_are_costed_and_bad_ones_named(env, tmp_pa
                    '    return [{"name": "reduce", "grid": 64, "iterations": 4, "tile_bytes": 8192, "ctas": 3}]\n')
     p = occ(env, "rank", "--kernel", f"{bad}:mm_kernel", "--launcher", bad, "--spec", "sm_90", "--stages", "2", rc=2)
     assert "unknown key 'ctas'" in p.stderr and "allowed: name, grid" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    # per CTA and iteration, not the whole tensor: DRAM bytes above the bytes a CTA loads are refused by name
+    whole = tmp_path / "mm_whole.py"
+    whole.write_text(src + '\n\ndef secondary_kernels(cfg, point):\n'
+                     '    return [{"name": "fill", "grid": 64, "iterations": 1, "tile_bytes": 2048, "dram_bytes": 822083584}]\n')
+    p = occ(env, "rank", "--kernel", f"{whole}:mm_kernel", "--launcher", whole, "--spec", "sm_90", "--stages", "2", rc=2)
+    assert "'fill' dram_bytes=822083584 exceeds tile_bytes=2048" in p.stderr and len(p.stderr.strip().splitlines()) == 1
 
 
 def test_points_may_hold_flags_and_dtype_names():
