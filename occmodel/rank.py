@@ -1081,14 +1081,19 @@ def spearman(a: Sequence[float], b: Sequence[float]) -> float:
     return cov / math.sqrt(va * vb) if va > 0 and vb > 0 else math.nan
 
 
+def top_k(estimated: Sequence[float], k: int = 3) -> list[int]:
+    """Indices of the k smallest estimates, ties at the k-th place counted inside (so possibly more than k)."""
+    if not estimated:
+        return []
+    cut = sorted(estimated)[min(k, len(estimated)) - 1]
+    return [i for i, e in enumerate(estimated) if e <= cut]
+
+
 def best_in_top(measured: Sequence[float], estimated: Sequence[float], k: int = 3) -> bool:
-    """Is the measured-fastest item among the k smallest estimates? (ties on the estimate
-    at the k-th place count as inside)."""
+    """Is the measured-fastest item among the k smallest estimates (top_k: ties at the cut inside)?"""
     if not measured:
         return False
-    best = min(range(len(measured)), key=lambda i: measured[i])
-    cut = sorted(estimated)[min(k, len(estimated)) - 1]
-    return estimated[best] <= cut
+    return min(range(len(measured)), key=lambda i: measured[i]) in top_k(estimated, k)
 
 
 def aggregate_rank(per_point_totals: Sequence[Sequence[float]]) -> list[float]:

@@ -669,9 +669,7 @@ def metrics(measured: list[float | None], estimated: list[float], k: int = 3, wi
     tie = strict
     if samples is not None and not strict:
         smp = [samples[i] for i in idx]
-        b = ms.index(best)
-        cut = sorted(es)[min(k, len(es)) - 1]
-        tie = any(es[i] <= cut and noise_tied(smp[i], smp[b]) for i in range(len(es)))
+        tie = any(noise_tied(smp[i], smp[ms.index(best)]) for i in R.top_k(es, k))
     return {"n": len(idx), "spearman": None if math.isnan(rho) else round(rho, 4),
             "best_in_top3": strict, "best_or_tie_in_top3": tie, "top1_vs_best": round(picked / best, 4),
             "top1_within": picked <= (1 + within) * best, "ties_at_1": len(top),
