@@ -367,17 +367,18 @@ def loop_iterations(cfg, point) -> int:
 def secondary_kernels(cfg, point) -> list[dict]:
     """The scatter's torch kernels around `_kernel`: the zero-fill of the fp32 target (stores only:
     tile_bytes / dram_bytes give the bytes a CTA writes), and at 16 bits the cast of that workspace
-    to grad_in's dtype (reads 4 B, writes 2 B an element). FILL_BLOCK elements a CTA. None for GATHER."""
+    to grad_in's dtype (reads 4 B, writes 2 B an element). FILL_BLOCK elements a CTA; tile_bytes and
+    dram_bytes are one CTA's bytes, as docs/launcher.md asks. None for GATHER."""
     if cfg["GATHER"]:
         return []
     N, C, H, W, _, _ = _sizes(point)
     n = N * C * H * W
     ctas = triton.cdiv(n, FILL_BLOCK)
     out = [{"name": "zero_fill", "grid": ctas, "iterations": 1, "tile_bytes": 4 * FILL_BLOCK,
-            "dram_bytes": 4 * n}]
+            "dram_bytes": 4 * FILL_BLOCK}]
     if point.get("dtype", "fp32") != "fp32":
         out.append({"name": "cast_to_" + point["dtype"], "grid": ctas, "iterations": 1,
-                    "tile_bytes": 4 * FILL_BLOCK, "dram_bytes": 6 * n})
+                    "tile_bytes": 6 * FILL_BLOCK, "dram_bytes": 6 * FILL_BLOCK})
     return out
 
 
