@@ -45,7 +45,9 @@ and one iteration of the c co-resident CTAs takes about the slowest of (all time
                   max(c x W / 4 x i, C) / clock,
                                                (f) instruction issue: W warps per CTA each issue i
                                                    slots per iteration (the SASS loop's instructions,
-                                                   MUFU ops x 8 -- or its integer / logic ALU ops x 2
+                                                   XU ops x 8: special functions and the int <->
+                                                   float conversions I2F / F2I / F2F, measured --
+                                                   or its integer / logic ALU ops x 2
                                                    when more: the ALU pipe has 16 lanes a sub-partition
                                                    to sm_90, sass.issue_slots --, over u, the source iterations one trip
                                                    of the SASS loop covers: ptxas unrolls; a loop inside

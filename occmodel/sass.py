@@ -2,7 +2,7 @@
 
     loops = sass_loops(result.sass)          # innermost first, then by address
     lp = main_loop(loops)                    # the loop rank costs (see its doc)
-    lp.instructions, lp.global_load_bytes, lp.mufu, lp.mma
+    lp.instructions, lp.global_load_bytes, lp.xu, lp.mma
 
 A loop is a backward branch: ``BRA`` to an address at or before its own; its body is
 every instruction from the target to the branch. ptxas unrolls Triton's loops (a
@@ -31,7 +31,8 @@ class SassLoop:
     instructions: int           # instructions in one trip (NOPs left out)
     global_load_bytes: int      # bytes one thread loads from global memory per trip (LDG)
     global_loads: int           # LDG instructions per trip
-    mufu: int                   # special-function-unit ops per trip (MUFU.EX2, .RCP, .RSQ, ...)
+    xu: int                     # XU-pipe ops per trip: special functions (MUFU.EX2, .RCP, ...) and the
+                                # int <-> float conversions I2F / F2I / F2F (sass_chain.is_xu)
     mma: int                    # tensor-core instructions per trip (HMMA, HGMMA, ...)
     async_copies: int           # LDGSTS / UTMALDG per trip (pipelined loads)
     inner: bool                 # no other loop inside it
@@ -101,12 +102,12 @@ def straight_line(sass: str) -> SassLoop | None:
 def _span(insts: list[tuple[int, str, str]], start: int, end: int, inner: bool, sass: str = "") -> SassLoop:
     """The counts of the instructions from address `start` to `end` (NOPs left out); with the listing,
     one warp's chain cycles, dependent loads and load waits too (sass_chain)."""
-    from .sass_chain import dependent_loads, load_waits, trip_cycles
+    from .sass_chain import dependent_loads, is_xu, load_waits, trip_cycles
     kept = [(op, args) for a, op, args in insts if start <= a <= end and not op.startswith("NOP")]
     body = [op for op, _ in kept]
     ldg = [op for op in body if _is_global_load(op)]
     return SassLoop(start, end, len(body), sum(_ldg_bytes(op) for op in ldg), len(ldg),
-                    sum(op.startswith("MUFU") for op in body),
+                    sum(is_xu(op) for op in body),
                     sum(op.startswith(("HMMA", "HGMMA", "IGMMA", "QGMMA", "UTCHMMA", "UTCMMA", "IMMA", "QMMA", "OMMA"))
                         for op in body),
                     sum(op.startswith(("LDGSTS", "UTMALDG")) for op in body), inner,
@@ -205,7 +206,7 @@ def own(outer: SassLoop, loops: list[SassLoop]) -> SassLoop:
     return with_trips(outer, [(lp, 0.0) for lp in nested(loops, outer)])
 
 
-_COUNTS = ("instructions", "global_load_bytes", "global_loads", "mufu", "mma", "async_copies", "barriers",
+_COUNTS = ("instructions", "global_load_bytes", "global_loads", "xu", "mma", "async_copies", "barriers",
            "shared_ops", "load_waves", "narrow_stores", "alu", "mma_waits", "chain",
            "dependent_loads", "load_waits", "local_bytes")
 
@@ -241,8 +242,9 @@ def unroll(loop: SassLoop, threads: int, bytes_per_iteration: int, thread_bytes:
 UNROLL_SLACK = 0.15
 
 
-# one MUFU op (16 lanes per clock per SM on sm_80..sm_120) takes 8 issue slots of a 128-lane op
-MUFU_WEIGHT = 8
+# one XU op (a special function or an int <-> float conversion: 16 lanes per clock per SM on
+# sm_80..sm_120, sass_chain.XU_OPCODES) takes 8 issue slots of a 128-lane op
+XU_WEIGHT = 8
 
 
 # the integer / logic ops of the ALU pipe (Nsight Compute's "alu": bit manipulation, logic and integer
@@ -253,11 +255,11 @@ ALU_OPS = frozenset(("IADD3", "IADD", "ISETP", "LOP3", "LOP", "PLOP3", "SHF", "S
 
 
 def issue_slots(loop: SassLoop, alu_cycles: float = 1.0) -> float:
-    """Scheduler cycles of one warp's trip: every instruction one issue slot, MUFU ops MUFU_WEIGHT
-    (the special-function units are an eighth of the FP32 lanes: CUDA C++ Programming Guide,
-    arithmetic instruction throughput) -- or, when more than 1 / alu_cycles of them are ALU ops,
+    """Scheduler cycles of one warp's trip: every instruction one issue slot, XU ops XU_WEIGHT (the
+    special-function and conversion units are an eighth of the FP32 lanes: CUDA C++ Programming Guide,
+    arithmetic instruction throughput; which conversions, measured: sass_chain.XU_OPCODES) -- or, when more than 1 / alu_cycles of them are ALU ops,
     alu_cycles per ALU op: a warp's integer compare, select or logic op takes 32 / (ALU lanes per
     sub-partition) cycles of its pipe (2 on Volta to Hopper: spec sm.alu_lanes_per_partition), and
     the other pipes run meanwhile. A bitonic sort network or a histogram is ALU-bound; a GEMM's
     address arithmetic is not."""
-    return max(loop.instructions + (MUFU_WEIGHT - 1) * loop.mufu, alu_cycles * loop.alu)
+    return max(loop.instructions + (XU_WEIGHT - 1) * loop.xu, alu_cycles * loop.alu)

@@ -5,7 +5,7 @@ registers it reads are written (the scoreboard) and its pipe is free. So one war
 least its instruction count, and longer when the body is a chain of dependent operations (a
 recurrence's exp -> multiply -> add per step, a reduction tree of shuffles): the critical path.
 :func:`trip_cycles` replays the listing's trip in order with a latency and a pipe occupancy for each
-class of instruction (``LATENCY`` / ``PIPE_CYCLES``), three trips back to back so that registers a
+class of instruction (``LATENCY`` / ``PIPE_CYCLES``, ``XU_OPCODES``), three trips back to back so that registers a
 trip carries into the next one count, and returns the cycles one trip adds in that steady state.
 
 What it leaves out, on purpose: the latency of global loads (LDG; the rank model's latency term
@@ -37,11 +37,19 @@ LATENCY = (
     ("QGMMA", 0), ("MATCH", 24), ("VOTE", 4), ("REDUX", 24), ("POPC", 8), ("FLO", 8), ("BREV", 8),
 )
 DEFAULT_LATENCY = 4
+# The XU pipe: special functions and the int <-> float / float <-> float conversions, 4 lanes a
+# sub-partition on sm_80..sm_120 (16 an SM), so XU_CYCLES a warp op. Which conversions run there was
+# measured on an H100 (reports/GPU_NOTES.md section 28, scripts/convert_pipe_probe.py): I2F.S16, I2F.S8,
+# F2F.BF16.F32 and F2I took 8.6-9.1 scheduler cycles a warp op, as MUFU.EX2's 8.1; sm_90's I2FP.F32.S32
+# (a 32-bit integer to fp32) and F2FP.*.PACK_AB (two fp32 to a packed fp16 / bf16 pair) did not (3.6-3.7
+# cycles for a step of three instructions): they are not XU ops. FRND (round to integral) is counted
+# with the conversions, not measured. An opcode is matched by its name before the first dot.
+XU_OPCODES = frozenset(("MUFU", "I2F", "F2I", "F2F", "FRND"))
+XU_CYCLES = 8
 # Cycles a warp instruction holds its pipe on one SM sub-partition (32 / the pipe's lanes there on
-# sm_80..sm_120): special functions and conversions 4 lanes, the integer / logic ALU and fp64 16,
-# FP32 32. Other instructions take one issue cycle.
-PIPE_CYCLES = (("MUFU", "xu", 8), ("F2F", "xu", 8), ("I2F", "xu", 8), ("F2I", "xu", 8), ("FRND", "xu", 8),
-               ("DFMA", "fp64", 2), ("DADD", "fp64", 2), ("DMUL", "fp64", 2))
+# sm_80..sm_120): the XU pipe above, the integer / logic ALU and fp64 16, FP32 32. Other instructions
+# take one issue cycle.
+PIPE_CYCLES = (("DFMA", "fp64", 2), ("DADD", "fp64", 2), ("DMUL", "fp64", 2))
 # A block-wide barrier: the warp waits for the others (running the same code in step) and the
 # barrier's own round trip before its next instruction.
 BARRIER_CYCLES = 20
@@ -50,6 +58,11 @@ _NO_DEST = ("ST", "RED", "BAR", "BRA", "EXIT", "DEPBAR", "LDGDEPBAR", "LDGSTS", 
             "NOP", "CCTL", "WARPGROUP", "BSSY", "BSYNC", "WARPSYNC", "CALL", "RET", "YIELD", "UTMA", "SYNCS",
             "ARRIVES", "JMP", "KILL", "BPT", "HGMMA", "IGMMA", "QGMMA", "UBLKCP", "UTMAPF", "PREEXIT")
 TRIPS = 3
+
+
+def is_xu(op: str) -> bool:
+    """True for an opcode the XU pipe runs (XU_OPCODES: MUFU.EX2, I2F.S16, F2F.BF16.F32; not I2FP / F2FP)."""
+    return op.split(".", 1)[0] in XU_OPCODES
 
 
 def _lookup(op: str, table, default):
@@ -71,7 +84,7 @@ def _width(op: str) -> int:
 @lru_cache(maxsize=4096)
 def _opcode(op: str) -> tuple[bool, int, int, str | None, int, bool]:
     """(writes a register, destination width, latency, pipe, pipe cycles, is a barrier) of an opcode."""
-    pipe = _lookup(op, PIPE_CYCLES, None)
+    pipe = ("xu", XU_CYCLES) if is_xu(op) else _lookup(op, PIPE_CYCLES, None)
     return (not op.startswith(_NO_DEST), _width(op), _lookup(op, LATENCY, DEFAULT_LATENCY),
             pipe[0] if pipe else None, pipe[1] if pipe else 1, op.startswith("BAR.SYNC") or op == "BAR")
 

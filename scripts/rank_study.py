@@ -413,7 +413,21 @@ def warm(name: str, cfgs: list[dict], point: dict, workers: int) -> list[str]:
                         errors[i] = f"warm-up worker: {type(exc).__name__}"
     except Exception as exc:  # noqa: BLE001
         print(f"warm-up pool failed ({type(exc).__name__}); the timing process compiles", file=sys.stderr)
+    again = [i for i, e in enumerate(errors) if _environmental(e)]
+    if again and len(chunks) > 1:
+        # the workers' inputs together outgrew the GPU (15 x 17.7 GB on an 80 GB H100), or a worker died:
+        # the machine's fault, not the config's -- warm those in one process before calling them failed
+        print(f"warm-up: {len(again)} configs hit {errors[again[0]][:60]!r} with {len(chunks)} workers; "
+              "warming them again in one", file=sys.stderr)
+        for i, e in zip(again, warm(name, [cfgs[i] for i in again], point, 1)):
+            errors[i] = e
     return errors
+
+
+def _environmental(error: str) -> bool:
+    """A warm-up error that says the machine ran short (GPU memory) or a worker died, not the config."""
+    low = error.lower()
+    return "out of memory" in low or "outofmemoryerror" in low or error.startswith("warm-up worker:")
 
 
 def _check(kernel, cfg, inputs, ref, point) -> dict[str, Any]:
@@ -748,7 +762,7 @@ def summary(kernels: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def markdown(doc: dict[str, Any]) -> str:
-    lines = [f"# Rank model against the H200: {doc['title']}", "", f"Made by: `{doc['command']}`", "",
+    lines = [f"# Rank model against measured times: {doc['title']}", "", f"Made by: `{doc['command']}`", "",
              doc["assumptions"], "", "## Summary", "",
              "| calibration | (kernel, point) cases | median Spearman | measured best in est. top 3 | ... or a "
              "config its samples cannot tell from it | est. #1 within 3 % of the best | median abs(est / meas - 1) |",
@@ -851,6 +865,10 @@ MEASURED = [
     ("reports/h200/rank_study_round18_h200.json", None, None),
     ("reports/h200/rank_study_round19_h200.json", None, None),
     ("reports/h200/rank_study_round20_h200.json", None, None),
+    # round 21 ran on an H100 (no H200 was lent); w4a16_splitk_gemv from its re-timing with 3 workers (the
+    # first run's 15 workers outgrew the 80 GB card: reports/GPU_NOTES.md section 28)
+    ("reports/h200/rank_study_round21_h100.json", {"sliding_window_attn", "rmsnorm_fp8_quant", "maxpool_bwd_scatter"}, None),
+    ("reports/h200/rank_study_round21_w4a16_h100.json", None, None),
 ]
 
 
@@ -889,7 +907,8 @@ def cmd_development(args) -> int:
                 kernels.append(evaluate_kernel(e, spec, {args.calibration: cals[args.calibration]}, log))
     out = {"title": f"the current model on every development case ({len(kernels)} kernels)",
            "command": "python3 scripts/rank_study.py " + " ".join(sys.argv[1:]),
-           "assumptions": (f"Times: each file's H200 run (reports/GPU_NOTES.md), the median of its CUDA-graph samples "
+           "assumptions": (f"Times: each file's run -- the H200's, round 21's an H100's (files named _h100; "
+                           f"reports/GPU_NOTES.md) --, the median of its CUDA-graph samples "
                            f"per config, L2 flushed; constants: calibration {args.calibration!r} of that file's own "
                            f"machine start. Estimates: occmodel.rank on compiles for sm_90 with triton "
                            f"{triton.__version__}. Every kernel here was held out once and judged from its freeze; "

@@ -260,6 +260,18 @@ def test_study_counts_a_top_3_config_the_run_cannot_tell_from_the_measured_best(
     assert not m.noise_tied([1.0], [1.0, 2.0])                          # one sample says nothing about noise
 
 
+def test_study_warm_up_retries_machine_faults_not_config_faults():
+    """A warm-up error that is the machine's (the workers' inputs outgrew GPU memory, a worker died) is
+    retried in one process before the config is called failed; a config's own error is kept."""
+    m = _study_module()
+    assert m._environmental("OutOfMemoryError: CUDA out of memory. Tried to allocate 3.25 GiB.")
+    assert m._environmental("inputs: AcceleratorError: CUDA error: out of memory")
+    assert m._environmental("warm-up worker: BrokenProcessPool")
+    assert not m._environmental("")
+    assert not m._environmental("CompilationError: at 12:4: out of resource: shared memory, Required: 262144")
+    assert not m._environmental("AcceleratorError: CUDA error: an illegal memory access was encountered")
+
+
 def test_study_measure_without_gpu_exits_2(tmp_path):
     try:
         import torch
@@ -354,8 +366,7 @@ def test_development_cases_are_every_timed_kernel_once():
         if legacy:
             seen += [k["kernel"] for k in json.loads((ROOT / legacy).read_text())["kernels"]]
     assert len(seen) == len(set(seen))
-    unjudged = {k for k, s in m.SWEEPS.items() if s["role"] == "held-out-21"}     # declared, not yet timed
-    assert set(seen) == set(m.SWEEPS) - unjudged    # every round judged (a new held-out round is left out here)
+    assert set(seen) == set(m.SWEEPS)               # every round judged (a new held-out round is left out here)
     import triton
     if triton.__version__ != "3.6.0":
         proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "rank_study.py"), "development", "--out",

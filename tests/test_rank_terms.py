@@ -42,13 +42,41 @@ def test_sass_loop_of_a_hand_worked_listing():
     assert lp.barriers == 1
     assert lp.global_loads == 5
     assert lp.global_load_bytes == 4 * 4 + 16     # four LDG.E (4 B) + one LDG.E.128 (16 B)
-    assert lp.mufu == 1 and lp.mma == 0 and lp.inner
+    assert lp.xu == 1 and lp.mma == 0 and lp.inner
     assert S.main_loop(loops) is lp
     # 128 threads x 32 B = 4,096 B per trip; one source iteration loads 1,024 B -> 4 iterations
     assert S.unroll(lp, threads=128, bytes_per_iteration=1024) == 4
     assert S.unroll(lp, threads=128, bytes_per_iteration=0) == 1
     # 10 slots, the MUFU counted 8 times: 10 + 7 = 17
     assert S.issue_slots(lp) == 17
+
+
+# A dequantizing loop's conversions, as ptxas writes them for sm_90 (scripts/convert_pipe_probe.py's modes):
+# int16 / int8 -> fp32 (I2F.S16 / .S8), fp32 -> bf16 (F2F.BF16.F32) and fp32 -> int (F2I) run on the XU
+# pipe, as MUFU; sm_90's int32 -> fp32 (I2FP.F32.S32) and the fp16 pair pack (F2FP.F16.F32.PACK_AB) do not
+# (measured on an H100: reports/GPU_NOTES.md section 28).
+CONVERSIONS = """
+        /*0000*/                   I2F.S16 R3, R2 ;
+        /*0010*/                   I2F.S8 R5, R4 ;
+        /*0020*/                   F2F.BF16.F32 R7, R6 ;
+        /*0030*/                   F2I.TRUNC.NTZ R9, R8 ;
+        /*0040*/                   MUFU.EX2 R11, R10 ;
+        /*0050*/                   I2FP.F32.S32 R13, R12 ;
+        /*0060*/                   F2FP.F16.F32.PACK_AB R15, R14, R13 ;
+        /*0070*/                   FADD R17, R16, R3 ;
+        /*0080*/                   ISETP.GE.AND P0, PT, R17, R18, PT ;
+        /*0090*/               @P0 BRA 0x0 ;
+"""
+
+
+def test_conversions_that_run_on_the_xu_pipe_take_its_eight_slots():
+    lp = S.main_loop(S.sass_loops(CONVERSIONS))
+    assert lp.instructions == 10
+    assert lp.xu == 5                             # I2F.S16, I2F.S8, F2F.BF16.F32, F2I, MUFU.EX2
+    # 10 slots, the five XU ops counted 8 times each: 10 + 5 x 7 = 45
+    assert S.issue_slots(lp) == 45
+    from occmodel.sass_chain import is_xu
+    assert not is_xu("I2FP.F32.S32") and not is_xu("F2FP.BF16.F32.PACK_AB") and is_xu("F2F.F16.F32")
 
 
 def test_no_loop_no_main_loop():
@@ -556,7 +584,7 @@ def test_an_unrolled_loop_is_the_whole_listing_spread_over_its_iterations():
     assert S.sass_loops(UNROLLED_SASS) == []
     body = S.straight_line(UNROLLED_SASS)
     # 11 instructions, the NOP left out: 10 (the exit trap's BRA is counted like any instruction)
-    assert body.instructions == 10 and body.global_loads == 4 and body.mufu == 1
+    assert body.instructions == 10 and body.global_loads == 4 and body.xu == 1
     assert body.global_load_bytes == 4 + 4 + 16 + 16 and body.load_waves == 2
     assert S.straight_line(LISTING) is None                       # it has a loop
     result = SimpleNamespace(sass=UNROLLED_SASS)

@@ -38,6 +38,15 @@ def test_special_functions_share_one_pipe_of_eight_cycles():
     assert _trip(lines) == pytest.approx(4 * 8)
 
 
+def test_narrow_int_to_float_conversions_share_the_xu_pipe_but_sm90_fast_ones_do_not():
+    # 4 independent I2F.S16: the XU pipe, 8 cycles each (measured on an H100, as MUFU's); 4 I2FP.F32.S32
+    # and 4 F2FP packs issue one a cycle (4 + 4 + the branch), as measured
+    assert _trip([f"I2F.S16 R{10 + i}, R{20 + i}" for i in range(4)]) == pytest.approx(4 * 8)
+    fast = [f"I2FP.F32.S32 R{10 + i}, R{20 + i}" for i in range(4)] + \
+           [f"F2FP.F16.F32.PACK_AB R{30 + i}, R{20 + i}, R{21 + i}" for i in range(4)]
+    assert _trip(fast) == pytest.approx(9.0)
+
+
 def test_a_predicate_guard_is_a_dependence():
     # the FSETP writes P1 (18 cycles after the MUFU it reads); the guarded FMUL reads P1 and R10
     lines = ["MUFU.EX2 R10, R4", "FSETP.GEU.AND P1, PT, R10, -126, PT", "@!P1 FMUL R11, R10, 0.5"]
