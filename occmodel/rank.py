@@ -103,7 +103,10 @@ streams (a GEMM's BLOCK_M rows of A over K, BLOCK_N columns of B); replaying the
 SMs x B CTAs, a strip read again in a later wave after the waves in between streamed S bytes of
 distinct strips misses L2 by reread_miss(S, L2) (the re-read ramp above) and d gains those bytes /
 (grid x n) (Estimate.revisit_bytes). GROUP_M=1 on an operand larger than the L2 re-reads it every
-wave; a grouped order keeps a wave's strips inside it. A persistent kernel's tile loop is walked too:
+wave; a grouped order keeps a wave's strips inside it. Strips that start apart but share tiles (a
+sliding window's neighbouring query blocks: the same keys a few blocks on) are replayed tile by tile,
+a tile being what the strip's pointer covers in one iteration, so a wave streams the union of its
+windows, not their sum. A persistent kernel's tile loop is walked too:
 each CTA's trip j is a virtual CTA, and the resident CTAs' trips j form one step of the replay. None
 of this without a compile, the integer launch arguments (example_args) and a grid the kernel's
 program ids can be placed on. An index tensor example_args gives with data (KernelCard.index_data: a MoE

@@ -18,6 +18,13 @@ same rows of A over the whole K loop). A strip is the load's bytes per iteration
 iterations. Loads whose pointer comes from loaded data (a gather through an index tensor), or
 from ops this evaluator does not know, are left out (read once, as bytes_moved says).
 
+Strips that start at different offsets can still share data: a sliding-window attention's neighbouring
+query blocks walk almost the same key rows. Each load's advance -- the bytes its pointer moves an
+iteration, from the main loop's scf.yield (a carried pointer) or from the walk taken again with the
+loop index one step on (a pointer recomputed from it) -- cuts such strips into their iterations' tiles,
+keyed by each tile's first element, so the replay sees the shared tiles (Strip.tiles). Only where two
+strips share a tile and a tile is no larger than the advance; elsewhere a strip stays whole, as before.
+
 A persistent kernel's main loop sits in a tile loop (``for tile in range(pid, num_tiles, programs)``):
 each CTA's j-th trip of it is one virtual CTA, the tile loop's induction variable evaluated as
 lb + j x step per program id (trips past its upper bound dropped), and all CTAs' j-th trips make
@@ -55,6 +62,10 @@ _CMP = {"eq": np.equal, "ne": np.not_equal, "slt": np.less, "sle": np.less_equal
         "sge": np.greater_equal, "ult": np.less, "ule": np.less_equal, "ugt": np.greater, "uge": np.greater_equal}
 
 
+# Most (entry, tile) pairs a strip is cut into for the replay (Strip.tiles); past it the strip is one piece.
+TILE_LIMIT = 4_000_000
+
+
 def elem_bytes(dtype: str) -> int:
     """Bytes of a TTGIR element type (f8E4M3FN and the other 8-bit floats: 1)."""
     return 1 if dtype.startswith("f8") else _BYTES.get(dtype, 0)
@@ -86,11 +97,43 @@ class _Ptr:
 @dataclass(frozen=True)
 class Strip:
     """One main-loop load's strip: which one each program id streams (`keys`, equal ids = the same
-    data) and its bytes over the whole loop (bytes per iteration x iterations)."""
+    data) and its bytes over the whole loop (bytes per iteration x iterations). With `advance` (the
+    bytes its pointer moves each iteration, the same for every CTA) the strip is `trips` tiles whose
+    first elements sit at key + i x advance: strips that start at different keys but share tiles (a
+    sliding window's neighbouring query blocks) share those tiles' reads (`tiles`). The tile's first
+    element stands for it: tiles of one strip must not overlap one another (checked there)."""
 
     root: str
     keys: np.ndarray     # int64, one per program id (launch order)
     nbytes: float
+    advance: int = 0     # bytes the load's pointer moves an iteration (0: unknown -- the strip is one piece)
+    trips: int = 1       # main-loop iterations the strip spans (its tiles, when `advance` is known)
+
+    def tiles(self, limit: int = TILE_LIMIT) -> tuple[np.ndarray, np.ndarray, float]:
+        """(tile keys, the entry each belongs to, bytes a tile): the strip cut into its `trips` tiles
+        when `advance` is known, a tile's bytes are no more than it (an iteration's tile cannot overlap
+        the next one's: a window of key rows -- not a window sum's run of elements sliding one chunk an
+        iteration, whose tiles' keys would each stand for bytes mostly shared), some two strips share a
+        tile and keys x trips stays under `limit`; else the strip whole (one piece per entry). Strips
+        that never share a tile replay exactly alike either way."""
+        n = len(self.keys)
+        if (self.advance and self.trips > 1 and n * self.trips <= limit and self.nbytes / self.trips <= self.advance
+                and self._overlap()):
+            step = np.arange(self.trips, dtype=np.int64) * self.advance
+            return ((self.keys[:, None] + step[None, :]).ravel(), np.repeat(np.arange(n), self.trips),
+                    self.nbytes / self.trips)
+        return self.keys, np.arange(n), self.nbytes
+
+    def _overlap(self) -> bool:
+        """Whether two different strips share a tile: keys in one residue class of `advance` closer
+        than the strip's span (advance x trips). Without it the cut changes nothing, so it is skipped."""
+        u = np.unique(self.keys)
+        if len(u) < 2:
+            return False
+        r = u % self.advance
+        o = np.lexsort((u, r))
+        u, r = u[o], r[o]
+        return bool(np.any((r[1:] == r[:-1]) & (np.diff(u) < self.advance * self.trips)))
 
 
 @dataclass(frozen=True)
@@ -98,8 +141,8 @@ class Revisits:
     """Per strip: how many distinct strips there are (each read from DRAM at least once) and, for
     every later wave that reads one again, the bytes all CTAs streamed since its previous read."""
 
-    nbytes: tuple[float, ...]              # per strip kind
-    distinct: tuple[int, ...]              # distinct strips of that kind over the launch
+    nbytes: tuple[float, ...]              # per strip kind: bytes of one piece (a tile, or the whole strip)
+    distinct: tuple[int, ...]              # distinct pieces of that kind over the launch
     streamed: tuple[np.ndarray, ...]       # per kind: bytes streamed between a read and its re-read
 
 
@@ -127,7 +170,8 @@ class Strips:
         DRAM at least once)."""
         out: dict[str, float] = {}
         for s in self.strips:
-            out[s.root] = out.get(s.root, 0.0) + len(np.unique(s.keys)) * s.nbytes
+            keys, _, nbytes = s.tiles()
+            out[s.root] = out.get(s.root, 0.0) + len(np.unique(keys)) * nbytes
         return out
 
     def revisits(self, wave_ctas: int) -> Revisits:
@@ -138,20 +182,22 @@ class Strips:
         waves = self.waves(wave_ctas)
         nw = int(waves.max()) + 1 if len(waves) else 1
         footprint = np.zeros(nw)
-        pairs = []
+        pairs, sizes = [], []
         for s in self.strips:
-            _, kid = np.unique(s.keys, return_inverse=True)
-            up = np.unique(kid.astype(np.int64) * nw + waves)
+            keys, entry, nbytes = s.tiles()
+            _, kid = np.unique(keys, return_inverse=True)
+            up = np.unique(kid.astype(np.int64) * nw + waves[entry])
             k, w = up // nw, up % nw
-            footprint += s.nbytes * np.bincount(w, minlength=nw)
+            footprint += nbytes * np.bincount(w, minlength=nw)
             pairs.append((k, w))
+            sizes.append(nbytes)
         cum = np.concatenate([[0.0], np.cumsum(footprint)])
         streamed, distinct = [], []
         for k, w in pairs:
-            again = np.flatnonzero(k[1:] == k[:-1]) + 1        # sorted by strip, then wave
+            again = np.flatnonzero(k[1:] == k[:-1]) + 1        # sorted by strip (tile), then wave
             streamed.append(cum[w[again]] - cum[w[again - 1]])
             distinct.append(int(len(k) - len(again)))
-        return Revisits(tuple(s.nbytes for s in self.strips), tuple(distinct), tuple(streamed))
+        return Revisits(tuple(sizes), tuple(distinct), tuple(streamed))
 
 
 def _operands(rest: str) -> list[str]:
@@ -204,7 +250,8 @@ def strips(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence[
     target, outer, dims, pid = setup
     total = len(pid)
     if outer < 0:
-        walk = _walk(ttgir, int_args, pid, dims, target, data=data)
+        walk = _advance(_walk(ttgir, int_args, pid, dims, target, data=data),
+                        lambda: _walk(ttgir, int_args, pid, dims, target, data=data, shift=1))
         if walk is None:
             return None
         if live is not None and len(live) == total and not all(live):
@@ -222,7 +269,8 @@ def strips(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence[
         return None
     trip = np.repeat(np.arange(trips, dtype=np.int64), total)     # trip-major: wave j holds every CTA's trip j
     vpid = np.tile(pid, trips)
-    walk = _walk(ttgir, int_args, vpid, dims, target, outer, trip, data=data)
+    walk = _advance(_walk(ttgir, int_args, vpid, dims, target, outer, trip, data=data),
+                    lambda: _walk(ttgir, int_args, vpid, dims, target, outer, trip, data=data, shift=1))
     if walk is None:
         return None
     loads, (lb, ub, step), inner, _ = walk
@@ -232,17 +280,23 @@ def strips(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence[
 
 
 def _walk(ttgir: str, int_args: Mapping[str, int], pid: np.ndarray, dims: Mapping[str, int], target: int,
-          outer: int = -1, trip: np.ndarray | None = None, data: Mapping[str, np.ndarray] | None = None
-          ) -> tuple[list, Any, int, list] | None:
+          outer: int = -1, trip: np.ndarray | None = None, data: Mapping[str, np.ndarray] | None = None,
+          shift: int = 0) -> tuple[list, Any, int, list] | None:
     """Evaluate the kernel for the program ids `pid` (virtual CTAs) down to the main loop (loop index
     `target`). With a tile loop (`outer`), its induction variable is lb + trip x step; without
     `trip`, the walk stops at the tile loop and returns its (lb, ub, step). Returns (main-loop loads
     as (pointer, bytes per iteration), the tile loop's (lb, ub, step) or None, the main loop's trips
     when its bounds evaluate to one number, else 0, (loop index, mean trips or None) of every loop met
-    on the way and inside the main loop); None when the main loop is never reached."""
+    on the way and inside the main loop); None when the main loop is never reached. A load's entry is
+    (pointer, bytes an iteration, advance): the bytes its kernel argument's pointers carried by the
+    main loop move each iteration (its scf.yield against its iter_args), 0 when unknown or not one
+    step for every program id. `shift`: the main loop's induction variable taken `shift` steps on (a
+    pointer recomputed from it each iteration then moves as it does: `_advance`)."""
     ids = program_ids(pid, dims)
     env: dict[str, Any] = {}
     loads: list[tuple[_Ptr, int]] = []
+    carried: list[tuple[str, str]] = []           # the main loop's (carried value, initial value)
+    advances: dict[str, set] = {}                 # per kernel argument: its carried pointers' advances
     bounds, inner, nest = None, 0, []
     fors, depth, depth_main, in_func = -1, 0, None, False
     for ln in ttgir.splitlines():
@@ -267,6 +321,8 @@ def _walk(ttgir: str, int_args: Mapping[str, int], pid: np.ndarray, dims: Mappin
             else:
                 if f:
                     env[f.group(1)] = lb
+                    if fors == target and shift and not any(isinstance(v, _Ptr) or v is None for v in (lb, step)):
+                        env[f.group(1)] = np.asarray(lb, dtype=np.int64) + shift * np.asarray(step, dtype=np.int64)
                 for alias, init in _iter_args(ln):      # a loop's carried values start as their inits
                     if init in env:
                         env[alias] = env[init]
@@ -275,6 +331,14 @@ def _walk(ttgir: str, int_args: Mapping[str, int], pid: np.ndarray, dims: Mappin
                 depth_main = depth
                 n = _trips(lb, ub, step)
                 inner = n if n is not None else 0
+                carried = _iter_args(ln)
+        elif op == "scf.yield" and depth_main is not None and depth == depth_main + 1:
+            # the main loop's next carried values: a pointer's advance an iteration, per kernel argument
+            for (alias, _), nxt in zip(carried, _operands(rest)):
+                a, b = env.get(alias), env.get(nxt)
+                if isinstance(a, _Ptr) and isinstance(b, _Ptr) and a.root == b.root:
+                    d = np.unique(np.asarray(b.offset, dtype=np.int64) - np.asarray(a.offset, dtype=np.int64))
+                    advances.setdefault(a.root, set()).add(int(d[0]) if len(d) == 1 else None)
         elif op in LOAD_OPS and depth_main is not None:           # in the main loop's body
             ops = _operands(rest)
             ptr = env.get(ops[0]) if ops else None
@@ -296,7 +360,28 @@ def _walk(ttgir: str, int_args: Mapping[str, int], pid: np.ndarray, dims: Mappin
             break
     if depth_main is None:
         return None
-    return loads, bounds, inner, nest
+    # a load's tiles advance as its argument's carried pointers do, when they agree on one positive step
+    step = {root: next(iter(a)) for root, a in advances.items() if len(a) == 1 and None not in a}
+    return [(p, n, max(0, step.get(p.root) or 0)) for p, n in loads], bounds, inner, nest
+
+
+def _advance(walk: tuple | None, on: Any) -> tuple | None:
+    """`walk` with each load's advance filled in, where its scf.yield gave none, from `on()` (the same
+    walk with the main loop one step on, taken only then): a pointer recomputed from the induction
+    variable (p = base + i x stride) moves by the difference, when that is one positive number for
+    every program id."""
+    if walk is None or all(a for _, _, a in walk[0]):
+        return walk
+    on = on()
+    if on is None or len(walk[0]) != len(on[0]):
+        return walk
+    loads = []
+    for (p, n, a), (q, _, _) in zip(walk[0], on[0]):
+        if not a and p.root == q.root:
+            d = np.unique(np.asarray(q.offset, dtype=np.int64) - np.asarray(p.offset, dtype=np.int64))
+            a = int(d[0]) if len(d) == 1 and d[0] > 0 else 0
+        loads.append((p, n, a))
+    return (loads, *walk[1:])
 
 
 def _main_walk_setup(ttgir: str, report: Any, grid: Sequence[int]) -> tuple[int, int, dict, np.ndarray] | None:
@@ -383,19 +468,21 @@ def _trips(lb: Any, ub: Any, step: Any) -> int | None:
     return int(n[0]) if n.size == 1 and n[0] > 0 else None
 
 
-def _strips(loads: list[tuple[_Ptr, int]], valid: np.ndarray, iterations: int, grid: int,
+def _strips(loads: list[tuple[_Ptr, int, int]], valid: np.ndarray, iterations: int, grid: int,
             trip: np.ndarray | None, pid: np.ndarray | None) -> Strips | None:
-    """One Strip per distinct (root, keys) load over the `valid` entries; `iterations`: the main
-    loop's trips (a strip's bytes = bytes per iteration x trips); `trip` / `pid`: each entry's
-    tile-loop trip and the program id its wave is counted by (None: one entry per CTA, all valid)."""
+    """One Strip per distinct (root, keys) load over the `valid` entries; `loads`: (pointer, bytes an
+    iteration, the pointer's advance an iteration or 0); `iterations`: the main loop's trips (a strip's
+    bytes = bytes per iteration x trips); `trip` / `pid`: each entry's tile-loop trip and the program
+    id its wave is counted by (None: one entry per CTA, all valid)."""
     seen: dict[tuple[str, bytes], Strip] = {}
-    for ptr, nbytes in loads:
+    trips = max(1, iterations)
+    for ptr, nbytes, advance in loads:
         if not nbytes:
             continue
         keys = np.broadcast_to(np.asarray(ptr.offset, dtype=np.int64), valid.shape)[valid].copy()
         key = (ptr.root, keys.tobytes())
         if key not in seen:                       # one source load staged into several rings: one strip
-            seen[key] = Strip(ptr.root, keys, float(nbytes) * max(1, iterations))
+            seen[key] = Strip(ptr.root, keys, float(nbytes) * trips, advance, trips)
     if not seen:
         return None
     if trip is None:
