@@ -202,7 +202,8 @@ def run(args) -> Report:
     if revisit:
         agg.notes.append(f"{len(revisit)} config(s) read operand strips again in a later wave after they left L2 (the "
                          "`tile-order re-read MB` column, charged to DRAM): from the compiled kernel's program-id "
-                         "arithmetic evaluated for every CTA, replayed in waves of SMs x blocks/SM, with the same L2 "
+                         "arithmetic evaluated for every CTA, replayed in waves of SMs x blocks/SM (strips that share tiles, "
+                         "as a sliding window's neighbours do, tile by tile), with the same L2 "
                          "ramp as the re-read above; bytes_moved assumes every operand is read from DRAM once")
     short = [i for i in range(len(cfgs)) if any(e.dram_eff < 1 for e in est[i])]
     if short:
