@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .sass_chain import XU_CYCLES
+
 _LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);")
 _BRA = re.compile(r"^BRA(\.\w+)*$")
 # global load widths by suffix (bytes per thread); plain LDG.E is 32 bits
@@ -243,8 +245,8 @@ UNROLL_SLACK = 0.15
 
 
 # one XU op (a special function or an int <-> float conversion: 16 lanes per clock per SM on
-# sm_80..sm_120, sass_chain.XU_OPCODES) takes 8 issue slots of a 128-lane op
-XU_WEIGHT = 8
+# sm_80..sm_120, sass_chain.XU_OPCODES) takes as many issue slots of a 128-lane op as it holds its pipe
+XU_WEIGHT = XU_CYCLES
 
 
 # the integer / logic ops of the ALU pipe (Nsight Compute's "alu": bit manipulation, logic and integer
@@ -256,9 +258,9 @@ ALU_OPS = frozenset(("IADD3", "IADD", "ISETP", "LOP3", "LOP", "PLOP3", "SHF", "S
 
 def issue_slots(loop: SassLoop, alu_cycles: float = 1.0) -> float:
     """Scheduler cycles of one warp's trip: every instruction one issue slot, XU ops XU_WEIGHT (the
-    special-function and conversion units are an eighth of the FP32 lanes: CUDA C++ Programming Guide,
-    arithmetic instruction throughput; which conversions, measured: sass_chain.XU_OPCODES) -- or, when more than 1 / alu_cycles of them are ALU ops,
-    alu_cycles per ALU op: a warp's integer compare, select or logic op takes 32 / (ALU lanes per
+    special-function and conversion units are an eighth of the FP32 lanes: CUDA C++ Programming
+    Guide, arithmetic instruction throughput; which conversions, measured: sass_chain.XU_OPCODES) --
+    or, when more than 1 / alu_cycles of them are ALU ops, alu_cycles per ALU op: a warp's integer compare, select or logic op takes 32 / (ALU lanes per
     sub-partition) cycles of its pipe (2 on Volta to Hopper: spec sm.alu_lanes_per_partition), and
     the other pipes run meanwhile. A bitonic sort network or a histogram is ALU-bound; a GEMM's
     address arithmetic is not."""

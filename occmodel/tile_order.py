@@ -337,8 +337,7 @@ def _walk(ttgir: str, int_args: Mapping[str, int], pid: np.ndarray, dims: Mappin
             for (alias, _), nxt in zip(carried, _operands(rest)):
                 a, b = env.get(alias), env.get(nxt)
                 if isinstance(a, _Ptr) and isinstance(b, _Ptr) and a.root == b.root:
-                    d = np.unique(np.asarray(b.offset, dtype=np.int64) - np.asarray(a.offset, dtype=np.int64))
-                    advances.setdefault(a.root, set()).add(int(d[0]) if len(d) == 1 else None)
+                    advances.setdefault(a.root, set()).add(_step(a, b))
         elif op in LOAD_OPS and depth_main is not None:           # in the main loop's body
             ops = _operands(rest)
             ptr = env.get(ops[0]) if ops else None
@@ -378,10 +377,15 @@ def _advance(walk: tuple | None, on: Any) -> tuple | None:
     loads = []
     for (p, n, a), (q, _, _) in zip(walk[0], on[0]):
         if not a and p.root == q.root:
-            d = np.unique(np.asarray(q.offset, dtype=np.int64) - np.asarray(p.offset, dtype=np.int64))
-            a = int(d[0]) if len(d) == 1 and d[0] > 0 else 0
+            a = max(0, _step(p, q) or 0)
         loads.append((p, n, a))
     return (loads, *walk[1:])
+
+
+def _step(a: _Ptr, b: _Ptr) -> int | None:
+    """b's offset less a's when it is one number for every program id, else None."""
+    d = np.unique(np.asarray(b.offset, dtype=np.int64) - np.asarray(a.offset, dtype=np.int64))
+    return int(d[0]) if len(d) == 1 else None
 
 
 def _main_walk_setup(ttgir: str, report: Any, grid: Sequence[int]) -> tuple[int, int, dict, np.ndarray] | None:
