@@ -15,10 +15,12 @@ and one iteration of the c co-resident CTAs takes about the slowest of (all time
 
     step(c) = pmax(lat,                         (a) latency: L / k with k = tiles ahead >= 1;
                                                    unpipelined (k = 0) a CTA waits L, then computes:
-                                                   (b x h + g + r) x L + s / SMEM_sm + f / P_sm
-                                                   + max(i x D, C) / clock (its warps' own instruction
-                                                   stream: D cycles an instruction, or one warp's chain C
-                                                   when longer, see term (f)), b = the round trips
+                                                   (b x h + g + r) x L + ||s / SMEM_sm, f / P_sm,
+                                                   max(i x D, C) / clock||_2 (its shared reads, its
+                                                   dots, its warps' own instruction stream: D cycles an
+                                                   instruction, or one warp's chain C when longer, see
+                                                   term (f); three phases its warps partly overlap,
+                                                   combined as a 2-norm: COMPUTE_PHASE_P), b = the round trips
                                                    its register loads take (load_batches: words loaded
                                                    per thread / registers per thread, >= 1), h <= 1 the
                                                    waits per iteration left by ptxas issuing several
@@ -253,6 +255,22 @@ DEPENDENT_ISSUE_CYCLES = 3.0
 # (the old unroll): 0.857 / 103 / 110; rounds unweighted: the convolutions fall (depthwise_conv2d 0.86 / 0.78 ->
 # 0.49 / 0.32), and charging the further rounds the L2 latency instead falls less but helps less
 # (selective_scan 0.60); with rounds in async-copy loops too: paged_decode 0.71 / 0.87 / 0.74.
+# Term (a)'s compute phase of an unpipelined CTA: its shared-memory operand reads, its dots' tensor chain and
+# its warps' dependent instruction stream, combined as (sum of x^p)^(1/p). Session 23 (development: rounds
+# 1-21, 252 cases, measured 1, triton 3.6.0): p = 1 (the plain sum it was) read the attention-like kernels'
+# num_stages = 1 configs 1.1-1.8x slow against their pipelined twins -- within a case, the measured / estimated
+# ratio of the stages-1 configs sat 0.1-0.6 (log) below the pipelined ones' in all of flash_attention,
+# attn_bwd_dkdv, varlen_attn_fwd, block_sparse_attn, paged_decode, linear_attn_fwd, ssd_chunk_scan,
+# csr_spmm: an unpipelined CTA's warps do not wait for each other's ldmatrix, mma and softmax streams to end
+# before starting their own (ptxas interleaves them; the warps drift apart between barriers). Median / mean
+# Spearman 0.8581 / 0.7845 -> 0.8671 / 0.7891, best in top 3 120 -> 120, #1 within 3 % 130 -> 130, median
+# |est/meas - 1| 0.1808 -> 0.1859; 32 cases up by more than 0.005 (mla_decode's second point 0.68 -> 0.81,
+# sliding_window_attn 0.70 / 0.74 / 0.71 -> 0.76 / 0.79 / 0.79, varlen_attn_fwd 0.82 / 0.84 -> 0.89 / 0.91,
+# flash_attention 0.79 / 0.81 -> 0.84 / 0.87, attn_bwd_dkdv 0.88 / 0.89 -> 0.94 / 0.94), 10 down, none by more
+# than 0.02. p = 1.5: 0.8648 / 120 / 129 / 0.1829; p = 3: 0.8671 / 120 / 130 / 0.1874 (2 kept, as
+# LOCKSTEP_P's 2 for the same kind of partial overlap). The pipelined configs of the same kernels stay
+# estimated 1.1-1.4x fast (not found yet).
+COMPUTE_PHASE_P = 2.0
 # The smooth maximum's exponent (step(c) = (sum of term^p)^(1/p)). Chosen after rounds 1 and 2 on all
 # 37 (kernel, point) cases measured so far (reports/rank_study_h200.md: median Spearman 0.835 with a
 # pure max, 0.871-0.873 with p = 3-5, 0.862 at 6; the estimate's #1 within 3 % of the best in 8 of 37
@@ -873,14 +891,14 @@ def _steps(r: _Rates, c: int, lp: _Loop, lat: float | None = None) -> dict[str, 
     per = r.sms
     L = r.latency() if lat is None else lat
     chain = lp.f / (r.peak / per) + lp.waits * WGMMA_WAIT_CYCLES / r.clock
-    own = lp.s / (r.smem / per) + chain
     warps = c * lp.warps
     if lp.chain:
         issue = max(lp.issue * warps / 4, lp.chain) / r.clock if warps and lp.issue else 0.0
     else:
         issue = lp.issue * max(warps / 4, DEPENDENT_ISSUE_CYCLES) / r.clock if warps and lp.issue else 0.0
     serial = max(lp.issue * DEPENDENT_ISSUE_CYCLES, lp.chain) / r.clock if lp.warps else 0.0
-    return {"latency": L / lp.k if lp.k >= 1 else (lp.batches * lp.hoist + lp.gathers + lp.rounds) * L + own + serial,
+    own = _norm([lp.s / (r.smem / per), chain, serial], COMPUTE_PHASE_P)     # an unpipelined CTA's compute phase
+    return {"latency": L / lp.k if lp.k >= 1 else (lp.batches * lp.hoist + lp.gathers + lp.rounds) * L + own,
             "dram": c * lp.d / (r.bw / per) / lp.dram_eff,
             "l2": c * lp.t / (r.l2 / per), "shared": c * lp.s / (r.smem / per), "tensor": max(c * lp.f / (r.peak / per), chain if lp.waits else 0.0),
             "issue": issue, "exchange": warps * lp.exchange / r.clock}

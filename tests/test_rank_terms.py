@@ -170,6 +170,27 @@ def test_issue_term_with_a_warps_own_chain():
     assert R._steps(r, 1, long)["issue"] == pytest.approx(250e-9)
 
 
+def test_unpipelined_compute_phase_is_a_2_norm_of_its_three_streams():
+    """Term (a), unpipelined: after the wait, the CTA's shared reads, its dots and its warps' instruction
+    stream partly overlap -- combined as sqrt(a^2 + b^2 + c^2), not summed (COMPUTE_PHASE_P = 2)."""
+    r = R.rates(_cal(), peak_flops=1e15)
+    smem_sm = r.smem / r.sms
+    peak_sm = r.peak / r.sms
+    # shared reads 300 ns, dots 400 ns, 160 slots x 3 cycles = 480 cycles at 2 GHz = 240 ns:
+    # sqrt(300^2 + 400^2 + 240^2) = 554.6 ns, against 940 ns summed
+    lp = R._Loop(d=1024, t=1024, s=300e-9 * smem_sm, f=400e-9 * peak_sm, k=0, warps=4, issue=160.0)
+    assert R.COMPUTE_PHASE_P == 2.0
+    own = math.sqrt(300.0 ** 2 + 400.0 ** 2 + 240.0 ** 2) * 1e-9
+    assert R._steps(r, 2, lp)["latency"] == pytest.approx(700e-9 + own)
+    assert own == pytest.approx(554.6e-9, rel=1e-3)
+    # one stream alone is itself (the norm of one value): the wait plus the dots' 400 ns
+    only = R._Loop(d=1024, t=1024, s=0, f=400e-9 * peak_sm, k=0, warps=4)
+    assert R._steps(r, 2, only)["latency"] == pytest.approx(1100e-9)
+    # a pipelined loop's term (a) is L / k whatever its compute: the phases are terms (d), (e), (f) there
+    piped = R._Loop(d=1024, t=1024, s=300e-9 * smem_sm, f=400e-9 * peak_sm, k=2, warps=4, issue=160.0)
+    assert R._steps(r, 2, piped)["latency"] == pytest.approx(350e-9)
+
+
 def test_a_dependent_load_waits_a_latency_of_its_own():
     """Term (a), unpipelined: a gather's row load waits for its index load, g = 1 more latency a step."""
     r = R.rates(_cal(), peak_flops=1e15)
