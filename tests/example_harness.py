@@ -158,3 +158,47 @@ def study_sweeps(names, role: str) -> dict[str, tuple[list, list, dict]]:
         kernel, points = m.load_kernel(name)
         out[name] = (m.valid_configs(kernel, m.sweep_configs(entry["axes"])), points, entry["axes"])
     return out
+
+
+# ----------------------------------------------------------------- interpreter fixes (subprocess side)
+def patch_interpreter_index() -> None:
+    """Runtime loop bounds (``range(0, C, TILE_C)``) in triton 3.6's interpreter: a scalar argument's
+    handle is a one-element 1-d array there, which numpy >= 2.3 no longer turns into an int (every
+    runtime-bounded loop fails with 'only 0-dimensional arrays can be converted'); read its one
+    element instead. Triton 3.9's 0-d handles are read the same."""
+    import numpy as np
+    import triton.runtime.interpreter as interp
+
+    orig = getattr(interp, "_patch_lang_tensor", None)
+    if orig is None:
+        return
+
+    def index(self):
+        data = np.asarray(self.handle.data)
+        if data.size != 1:
+            raise TypeError(f"only a one-element tensor is an index, not shape {data.shape}")
+        return int(data.reshape(-1)[0])
+
+    def patched(tensor, scope):
+        orig(tensor, scope)
+        scope.set_attr(tensor, "__index__", index)
+
+    interp._patch_lang_tensor = patched
+
+
+def patch_interpreter_bf16_rounding() -> None:
+    """fp32 -> bf16 in Triton's interpreter: torch's round-to-nearest-even (the interpreter's truncates)."""
+    import numpy as np
+    import torch
+    import triton.language as tl
+    import triton.runtime.interpreter as interp
+
+    orig = interp._convert_float
+
+    def convert(data, src, dst, rounding):
+        if src == tl.float32 and dst == tl.bfloat16:
+            t = torch.from_numpy(np.ascontiguousarray(data).view(np.float32))
+            return t.to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16).reshape(data.shape)
+        return orig(data, src, dst, rounding)
+
+    interp._convert_float = convert

@@ -8,7 +8,7 @@ As in test_examples_round21_c.py the interpreter cases run in a subprocess (this
 script: ``python tests/test_examples_round22_a.py bilinear_resize``) that prints one JSON line.
 The interpreter's fp32 -> bf16 conversion truncates; the subprocess replaces it with torch's
 round-to-nearest-even (the GPU's cvt.rn), and under triton 3.6 with numpy >= 2.3 it lets the
-channel loop's runtime bound be read as an int (see _patch_interpreter_index).
+channel loop's runtime bound be read as an int (see example_harness.patch_interpreter_index).
 
 Shapes are small, odd and ragged: OH * OW not a multiple of BLOCK_P (the last tile's pixels past
 the image, masked at the store only), C not a multiple of TILE_C (the masked channel tail) and a
@@ -106,49 +106,6 @@ def _prepare(name: str, point: dict, inputs: dict) -> None:
         wide = torch.full((Nb, C, Hh, 2 * Ww), 9.0, dtype=x.dtype)
         wide[..., :Ww] = x
         inputs["x"] = wide[..., :Ww]
-
-
-def _patch_interpreter_casts() -> None:
-    """fp32 -> bf16 in Triton's interpreter: torch's round-to-nearest-even (the interpreter's truncates)."""
-    import numpy as np
-    import torch
-    import triton.language as tl
-    import triton.runtime.interpreter as interp
-
-    orig = interp._convert_float
-
-    def convert(data, src, dst, rounding):
-        if src == tl.float32 and dst == tl.bfloat16:
-            t = torch.from_numpy(np.ascontiguousarray(data).view(np.float32))
-            return t.to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16).reshape(data.shape)
-        return orig(data, src, dst, rounding)
-
-    interp._convert_float = convert
-
-
-def _patch_interpreter_index() -> None:
-    """The channel loop's runtime bound (``range(0, C, TILE_C)``) in triton 3.6's interpreter: a
-    scalar argument's handle is a one-element 1-d array there, which numpy >= 2.3 no longer turns
-    into an int (every runtime-bounded loop fails with 'only 0-dimensional arrays can be
-    converted'); read its one element instead. Triton 3.9's 0-d handles are unaffected."""
-    import numpy as np
-    import triton.runtime.interpreter as interp
-
-    orig = getattr(interp, "_patch_lang_tensor", None)
-    if orig is None:
-        return
-
-    def index(self):
-        data = np.asarray(self.handle.data)
-        if data.size != 1:
-            raise TypeError(f"only a one-element tensor is an index, not shape {data.shape}")
-        return int(data.reshape(-1)[0])
-
-    def patched(tensor, scope):
-        orig(tensor, scope)
-        scope.set_attr(tensor, "__index__", index)
-
-    interp._patch_lang_tensor = patched
 
 
 # ----------------------------------------------------------------- the pytest side
@@ -368,8 +325,8 @@ def _run() -> None:
     import torch
 
     assert os.environ.get("TRITON_INTERPRET") == "1", "run with TRITON_INTERPRET=1"
-    _patch_interpreter_casts()
-    _patch_interpreter_index()
+    H.patch_interpreter_bf16_rounding()
+    H.patch_interpreter_index()
     mod = load_example(KERNEL)
     results = {}
     for name, (point, cfg) in CASES[KERNEL].items():

@@ -319,31 +319,6 @@ def test_example_compiles_sm120(shared_cache):
 
 
 # ----------------------------------------------------------------- the subprocess side
-def _patch_interpreter_index() -> None:
-    """A scalar as a loop bound (``range(0, B_IN, BLOCK_K)``) in triton 3.6's interpreter: its
-    handle is a one-element 1-d array there, which numpy >= 2.3 no longer converts with int()
-    (every runtime-bounded loop fails with 'only 0-dimensional arrays can be converted'); read
-    its one element instead. Triton 3.9's 0-d handles are unaffected."""
-    import numpy as np
-    import triton.runtime.interpreter as interp
-
-    orig = getattr(interp, "_patch_lang_tensor", None)
-    if orig is None:
-        return
-
-    def index(self):
-        data = np.asarray(self.handle.data)
-        if data.size != 1:
-            raise TypeError(f"only a one-element tensor is an index, not shape {data.shape}")
-        return int(data.reshape(-1)[0])
-
-    def patched(tensor, scope):
-        orig(tensor, scope)
-        scope.set_attr(tensor, "__index__", index)
-
-    interp._patch_lang_tensor = patched
-
-
 def _run() -> None:
     """Every case through launch against the reference (and torch_baseline), the output's
     contiguity and dtype, the strided operands' strides as launched; one JSON line."""
@@ -351,7 +326,7 @@ def _run() -> None:
     sys.path.insert(0, str(HERE.parent))
     from test_kernels_interpret import _patch_interpreter_bf16_dot
     _patch_interpreter_bf16_dot()
-    _patch_interpreter_index()
+    H.patch_interpreter_index()
     mod = load_example(KERNEL)
     results = {}
     for name, (point, cfg) in CASES[KERNEL].items():

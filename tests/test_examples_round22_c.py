@@ -7,7 +7,7 @@ against the points, and a compile for sm_90 and sm_120 from its own ``example_ar
 As in test_examples_round21_b.py the interpreter cases run in a subprocess (this file run as a
 script: ``python tests/test_examples_round22_c.py fused_linear_ce``) that prints one JSON line;
 bf16 dot operands are widened to fp32 inside the interpreter only, and under triton 3.6 with
-numpy >= 2.3 the runtime loop bounds are read as ints (see _patch_interpreter_index).
+numpy >= 2.3 the runtime loop bounds are read as ints (see example_harness.patch_interpreter_index).
 
 Shapes are small, odd and ragged: T below one token tile (wrapped rows, masked stores) and not
 a multiple of BLOCK_T, D not a multiple of BLOCK_D (the masked EVEN_D=False walk), V not a
@@ -97,31 +97,6 @@ def _prepare(name: str, point: dict, inputs: dict) -> None:
         vps = load_example(KERNEL).plan(CASES[KERNEL][name][1], point)["V_PER_SPLIT"]
         edges = [0, V - 1, vps - 1, vps, 2 * vps - 1, 2 * vps, 31, 32]
         inputs["targets"][: len(edges)] = torch.tensor(edges, dtype=torch.int64)
-
-
-def _patch_interpreter_index() -> None:
-    """Runtime loop bounds (``range(0, n_tiles)``, ``range(0, D, BLOCK_D)``) in triton 3.6's
-    interpreter: a scalar's handle is a one-element 1-d array there, which numpy >= 2.3 no longer
-    turns into an int ('only 0-dimensional arrays can be converted'); read its one element
-    instead. Triton 3.9's 0-d handles are unaffected."""
-    import numpy as np
-    import triton.runtime.interpreter as interp
-
-    orig = getattr(interp, "_patch_lang_tensor", None)
-    if orig is None:
-        return
-
-    def index(self):
-        data = np.asarray(self.handle.data)
-        if data.size != 1:
-            raise TypeError(f"only a one-element tensor is an index, not shape {data.shape}")
-        return int(data.reshape(-1)[0])
-
-    def patched(tensor, scope):
-        orig(tensor, scope)
-        scope.set_attr(tensor, "__index__", index)
-
-    interp._patch_lang_tensor = patched
 
 
 # ----------------------------------------------------------------- the pytest side
@@ -383,7 +358,7 @@ def _run() -> None:
     sys.path.insert(0, str(HERE.parent))
     from test_kernels_interpret import _patch_interpreter_bf16_dot
     _patch_interpreter_bf16_dot()
-    _patch_interpreter_index()
+    H.patch_interpreter_index()
     mod = load_example(KERNEL)
     results = {}
     for name, (point, cfg) in CASES[KERNEL].items():

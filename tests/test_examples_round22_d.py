@@ -83,25 +83,6 @@ COMPILE_CFGS = [_cfg(8, 2, 4), _cfg(32, 8, 2), _cfg(4, 1, 8), _cfg(16, 4, 4)]
 SM120_CFGS = [_cfg(8, 2, 4), _cfg(32, 4, 8)]
 
 
-def _patch_interpreter_casts() -> None:
-    """fp32 -> bf16 in Triton's interpreter: torch's round-to-nearest-even conversion (the
-    interpreter's truncates)."""
-    import numpy as np
-    import torch
-    import triton.language as tl
-    import triton.runtime.interpreter as interp
-
-    orig = interp._convert_float
-
-    def convert(data, src, dst, rounding):
-        if src == tl.float32 and dst == tl.bfloat16:
-            t = torch.from_numpy(np.ascontiguousarray(data).view(np.float32))
-            return t.to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16).reshape(data.shape)
-        return orig(data, src, dst, rounding)
-
-    interp._convert_float = convert
-
-
 # ----------------------------------------------------------------- the pytest side
 def _results() -> dict:
     return H.interpreter_results(HERE, KERNEL)
@@ -324,7 +305,7 @@ def _run() -> None:
     import torch
 
     assert os.environ.get("TRITON_INTERPRET") == "1", "run with TRITON_INTERPRET=1"
-    _patch_interpreter_casts()
+    H.patch_interpreter_bf16_rounding()
     mod = load_example(KERNEL)
     results = {}
     for name, (point, cfg) in CASES[KERNEL].items():
