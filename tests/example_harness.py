@@ -49,10 +49,12 @@ def compare(out, ref, dtype: str, tol_table: Mapping[str, float] = TOL) -> dict:
 
 
 def run_cases(kernel: str, cases: Mapping[str, tuple[dict, dict]], tol_table: Mapping[str, float] = TOL,
-              prepare: Callable[[str, dict, dict], None] | None = None, baseline: bool = False) -> None:
+              prepare: Callable[[str, dict, dict], None] | None = None, baseline: bool = False,
+              extra: Callable[[str, dict, dict, Any, Any], Mapping[str, Any]] | None = None) -> None:
     """Under TRITON_INTERPRET=1: launch each case of `kernel`, compare with its reference (and
     torch_baseline's output too when `baseline`), print the results as one JSON line.
-    `prepare(name, point, inputs)` may edit the inputs before the launch."""
+    `prepare(name, point, inputs)` may edit the inputs before the launch; `extra(name, point, inputs,
+    out, ref)` returns further fields of a case's result (the output's dtype, a mean, ...)."""
     assert os.environ.get("TRITON_INTERPRET") == "1", "run with TRITON_INTERPRET=1"
     sys.path.insert(0, str(TESTS))
     from test_kernels_interpret import _patch_interpreter_bf16_dot
@@ -69,6 +71,8 @@ def run_cases(kernel: str, cases: Mapping[str, tuple[dict, dict]], tol_table: Ma
             results[name] = compare(out, ref, point["dtype"], tol_table)
             if baseline:
                 results[name]["baseline"] = compare(mod.torch_baseline(inputs), ref, point["dtype"], tol_table)
+            if extra is not None:
+                results[name].update(extra(name, point, inputs, out, ref))
         except Exception as exc:          # reported per case by the test
             results[name] = {"error": f"{type(exc).__name__}: {exc}"}
     print(json.dumps(results))

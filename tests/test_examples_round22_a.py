@@ -27,9 +27,6 @@ input's), and torch_baseline against the same reference.
 from __future__ import annotations
 
 import itertools
-import json
-import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -322,27 +319,14 @@ def test_example_compiles_sm120(shared_cache):
 def _run() -> None:
     """Every case through launch against reference (as the GPU study's gate) and torch_baseline
     against the same reference; the output's dtype and memory format; one JSON line."""
-    import torch
-
-    assert os.environ.get("TRITON_INTERPRET") == "1", "run with TRITON_INTERPRET=1"
     H.patch_interpreter_bf16_rounding()
     H.patch_interpreter_index()
-    mod = load_example(KERNEL)
-    results = {}
-    for name, (point, cfg) in CASES[KERNEL].items():
-        try:
-            inputs = mod.make_inputs(point, seed=len(name), device="cpu")
-            _prepare(name, point, inputs)
-            ref = mod.reference(inputs)
-            out = mod.launch(inputs, cfg)
-            res = H.compare(out, ref, point["dtype"])
-            res["dtype"], res["x_dtype"] = str(out.dtype), str(inputs["x"].dtype)
-            res["channels_last"] = bool(out.shape[1] > 1 and out.stride(1) == 1)
-            res["baseline"] = H.compare(mod.torch_baseline(inputs), ref, point["dtype"])
-            results[name] = res
-        except Exception as exc:          # reported per case by the test
-            results[name] = {"error": f"{type(exc).__name__}: {exc}"}
-    print(json.dumps(results))
+
+    def extra(name, point, inputs, out, ref):
+        return {"dtype": str(out.dtype), "x_dtype": str(inputs["x"].dtype),
+                "channels_last": bool(out.shape[1] > 1 and out.stride(1) == 1)}
+
+    H.run_cases(KERNEL, CASES[KERNEL], prepare=_prepare, baseline=True, extra=extra)
 
 
 if __name__ == "__main__":

@@ -25,9 +25,6 @@ cast: 2^-10 fp16, 2^-7 bf16 of an element <= max|ref|). The harness's defaults (
 from __future__ import annotations
 
 import itertools
-import json
-import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -322,29 +319,14 @@ def test_example_compiles_sm120(shared_cache):
 def _run() -> None:
     """Every case through launch against the reference (and torch_baseline), the output's
     contiguity and dtype, the strided operands' strides as launched; one JSON line."""
-    assert os.environ.get("TRITON_INTERPRET") == "1", "run with TRITON_INTERPRET=1"
-    sys.path.insert(0, str(HERE.parent))
-    from test_kernels_interpret import _patch_interpreter_bf16_dot
-    _patch_interpreter_bf16_dot()
     H.patch_interpreter_index()
-    mod = load_example(KERNEL)
-    results = {}
-    for name, (point, cfg) in CASES[KERNEL].items():
-        try:
-            inputs = mod.make_inputs(point, seed=len(name), device="cpu")
-            _prepare(name, point, inputs)
-            out = mod.launch(inputs, cfg)
-            ref = mod.reference(inputs)
-            res = H.compare(out, ref, point["dtype"])
-            res["contiguous"] = bool(out.is_contiguous())
-            res["dtype"] = {"torch.float16": "fp16", "torch.bfloat16": "bf16"}.get(str(out.dtype))
-            res["baseline"] = H.compare(mod.torch_baseline(inputs), ref, point["dtype"])
-            res["x_stride"] = inputs["x"].stride(0)
-            res["w_stride"] = list(inputs["w"].stride())
-            results[name] = res
-        except Exception as exc:          # reported per case by the test
-            results[name] = {"error": f"{type(exc).__name__}: {exc}"}
-    print(json.dumps(results))
+
+    def extra(name, point, inputs, out, ref):
+        return {"contiguous": bool(out.is_contiguous()),
+                "dtype": {"torch.float16": "fp16", "torch.bfloat16": "bf16"}.get(str(out.dtype)),
+                "x_stride": inputs["x"].stride(0), "w_stride": list(inputs["w"].stride())}
+
+    H.run_cases(KERNEL, CASES[KERNEL], prepare=_prepare, baseline=True, extra=extra)
 
 
 if __name__ == "__main__":

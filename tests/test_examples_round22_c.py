@@ -348,39 +348,19 @@ def test_example_compiles_sm120(shared_cache):
 # ----------------------------------------------------------------- the subprocess side
 def _run() -> None:
     """Each case through launch (against reference), the wrapper's mean, and torch_baseline."""
-    import json
-    import os
-    import sys
-
-    import torch
-
-    assert os.environ.get("TRITON_INTERPRET") == "1", "run with TRITON_INTERPRET=1"
-    sys.path.insert(0, str(HERE.parent))
-    from test_kernels_interpret import _patch_interpreter_bf16_dot
-    _patch_interpreter_bf16_dot()
     H.patch_interpreter_index()
     mod = load_example(KERNEL)
-    results = {}
-    for name, (point, cfg) in CASES[KERNEL].items():
-        try:
-            inputs = mod.make_inputs(point, seed=len(name), device="cpu")
-            _prepare(name, point, inputs)
-            out = mod.launch(inputs, cfg)
-            ref = mod.reference(inputs)
-            res = H.compare(out, ref, point["dtype"], TOL)
-            res["dtype"], res["contiguous"] = str(out.dtype), bool(out.is_contiguous())
-            ign = inputs["targets"] == mod.IGNORE_INDEX
-            res["ignored_zero"] = bool((out[ign] == 0).all())
-            kw = {k: v for k, v in cfg.items()}
-            res["mean"] = float(mod.fused_linear_cross_entropy(inputs["h"], inputs["weight"], inputs["targets"],
-                                                               reduction="mean", **kw))
-            n_live = int((~ign).sum())
-            res["ref_mean"] = float(ref.double().sum() / max(1, n_live))
-            res["baseline"] = H.compare(mod.torch_baseline(inputs), ref, point["dtype"])
-            results[name] = res
-        except Exception as exc:          # reported per case by the test
-            results[name] = {"error": f"{type(exc).__name__}: {exc}"}
-    print(json.dumps(results))
+
+    def extra(name, point, inputs, out, ref):
+        ign = inputs["targets"] == mod.IGNORE_INDEX
+        mean = mod.fused_linear_cross_entropy(inputs["h"], inputs["weight"], inputs["targets"], reduction="mean",
+                                              **CASES[KERNEL][name][1])
+        return {"dtype": str(out.dtype), "contiguous": bool(out.is_contiguous()),
+                "ignored_zero": bool((out[ign] == 0).all()), "mean": float(mean),
+                "ref_mean": float(ref.double().sum() / max(1, int((~ign).sum()))),
+                "baseline": H.compare(mod.torch_baseline(inputs), ref, point["dtype"])}
+
+    H.run_cases(KERNEL, CASES[KERNEL], TOL, prepare=_prepare, extra=extra)
 
 
 if __name__ == "__main__":

@@ -28,8 +28,6 @@ torch_baseline (see above); (4) torch_baseline against the reference too.
 from __future__ import annotations
 
 import itertools
-import json
-import os
 from pathlib import Path
 
 import pytest
@@ -304,25 +302,17 @@ def _run() -> None:
     """Every case through launch, against reference and bit for bit against torch_baseline; one JSON line."""
     import torch
 
-    assert os.environ.get("TRITON_INTERPRET") == "1", "run with TRITON_INTERPRET=1"
     H.patch_interpreter_bf16_rounding()
     mod = load_example(KERNEL)
-    results = {}
-    for name, (point, cfg) in CASES[KERNEL].items():
-        try:
-            inputs = mod.make_inputs(point, seed=len(name), device="cpu")
-            out = mod.launch(inputs, cfg)
-            ref = mod.reference(inputs)
-            base = mod.torch_baseline(inputs)
-            res = H.compare(out, ref, point["dtype"])
-            res["contiguous"] = bool(out.is_contiguous())
-            res["dtype"] = {"torch.float16": "fp16", "torch.bfloat16": "bf16"}.get(str(out.dtype))
-            res["baseline"] = H.compare(base, ref, point["dtype"])
-            res["n_differ_baseline"] = int((out.view(torch.int16) != base.view(torch.int16)).sum())
-            results[name] = res
-        except Exception as exc:          # reported per case by the test
-            results[name] = {"error": f"{type(exc).__name__}: {exc}"}
-    print(json.dumps(results))
+
+    def extra(name, point, inputs, out, ref):
+        base = mod.torch_baseline(inputs)
+        return {"contiguous": bool(out.is_contiguous()),
+                "dtype": {"torch.float16": "fp16", "torch.bfloat16": "bf16"}.get(str(out.dtype)),
+                "baseline": H.compare(base, ref, point["dtype"]),
+                "n_differ_baseline": int((out.view(torch.int16) != base.view(torch.int16)).sum())}
+
+    H.run_cases(KERNEL, CASES[KERNEL], extra=extra)
 
 
 if __name__ == "__main__":
