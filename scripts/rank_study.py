@@ -32,6 +32,7 @@ import json
 import math
 import os
 import random
+import re
 import statistics
 import sys
 import time
@@ -878,6 +879,8 @@ MEASURED = [
     # first run's 15 workers outgrew the 80 GB card: reports/GPU_NOTES.md section 28)
     ("reports/h200/rank_study_round21_h100.json", {"sliding_window_attn", "rmsnorm_fp8_quant", "maxpool_bwd_scatter"}, None),
     ("reports/h200/rank_study_round21_w4a16_h100.json", None, None),
+    # round 22, timed on an H100 in session 24 (reports/GPU_NOTES.md section 30)
+    ("reports/h200/rank_study_round22_h100.json", None, None),
 ]
 
 
@@ -974,7 +977,9 @@ def cmd_figure(args) -> int:
     for ax in list(axes.flat)[len(cases):]:
         ax.axis("off")
     axes.flat[0].legend(fontsize=7, loc="upper left")
-    fig.suptitle(f"{doc.get('title', args.evaluated)} -- H200 timings vs rank estimates ({args.calibration})", fontsize=10)
+    gpu = re.search(r"Times: (NVIDIA [^(,]+?)\s*\(", doc.get("assumptions", ""))
+    fig.suptitle(f"{doc.get('title', args.evaluated)} -- {gpu.group(1) if gpu else 'GPU'} timings vs rank estimates "
+                 f"({args.calibration})", fontsize=10)
     fig.tight_layout()
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.out, dpi=80)

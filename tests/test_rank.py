@@ -366,9 +366,7 @@ def test_development_cases_are_every_timed_kernel_once():
         if legacy:
             seen += [k["kernel"] for k in json.loads((ROOT / legacy).read_text())["kernels"]]
     assert len(seen) == len(set(seen))
-    untimed = {n for n, e in m.SWEEPS.items() if e["role"] == "held-out-22"}     # declared, not timed yet
-    assert untimed == {"bilinear_resize", "block_diag_matmul", "fused_linear_ce", "nf4_dequant"}
-    assert set(seen) == set(m.SWEEPS) - untimed     # every timed round judged (the next held-out round stays out)
+    assert set(seen) == set(m.SWEEPS)     # every timed round judged (a declared, untimed round stays out)
     import triton
     if triton.__version__ != "3.6.0":
         proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "rank_study.py"), "development", "--out",
