@@ -26,9 +26,10 @@ from __future__ import annotations
 import linecache
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping
 
+from .bank_conflicts import load_conflict
 from .layouts import Layouts, _ints
 
 ASYNC_OPS = {"ttg.async_copy_global_to_local": "cp.async", "ttng.async_tma_copy_global_to_local": "TMA",
@@ -52,6 +53,11 @@ _REDUCE_TYPES = re.compile(r"^\s*\}\)\s*:\s*\((tensor<[^>]*>)\)\s*->\s*(tensor<.
 # ops a pointer passes through on its way from a kernel argument to a load (first operand followed)
 _POINTER_OPS = ("tt.addptr", "tt.splat", "tt.broadcast", "tt.expand_dims", "ttg.convert_layout", "tt.reshape",
                 "tt.trans", "tt.advance", "tt.make_tensor_ptr", "tt.make_tensor_descriptor")
+# local_load results a loop uses in registers (an elementwise use of a staged tile); a #linear or dot_op
+# result is a dot's operand on its way (a transposed B), which LoopDot counts
+_REGISTER_USE = ("#ttg.blocked", "#ttg.nvidia_mma")
+_LOCAL_LOAD = re.compile(r"(%[\w.#-]+)\s*=\s*ttg\.local_load\b.*?:\s*!ttg\.memdesc<((?:\d+x)+)(\w+),\s*(#\w+)[^>]*>"
+                         r"\s*->\s*tensor<((?:\d+x)+)(\w+),\s*(#[\w.]+(?:<\{.*\}>)?)>")
 _OPERAND = re.compile(r"(tensor|!ttg\.memdesc)<((?:\d+x)+)([a-zA-Z]\w*)")
 
 
@@ -99,6 +105,8 @@ class LoopDot:
     instr_n: int               # the instruction's N (8 for mma.sync, up to 256 for wgmma)
     a_in_registers: bool       # wgmma with A as a register tensor: no shared-memory read of A
     where: str = ""
+    a_conflict: float = 1.0    # shared-memory bank conflicts of the A / B operand loads: wavefronts over the
+    b_conflict: float = 1.0    # conflict-free count (occmodel.bank_conflicts; 1.0: none or unknown)
 
     @property
     def flops(self) -> int:
@@ -121,18 +129,20 @@ class LoopDot:
         the tile (each warp still loads it).
         wgmma (v3): one instruction is m64 x instr_n x k16 reading both operands from
         shared, so A is read ceil(N / instr_n) times (0 when A sits in registers) and B
-        ceil(M / 64) times. Other versions: A and B once.
+        ceil(M / 64) times. Other versions: A and B once. Each operand's bytes count its bank
+        conflicts (a_conflict, b_conflict: shared wavefronts over the conflict-free count).
         """
         a = self.m * self.k * self.a_bytes
         b = self.n * self.k * self.b_bytes
         wm, wn = self.warps
+        ca, cb = self.a_conflict, self.b_conflict
         if self.version == 2:
             m_eff, n_eff = max(self.m, 16 * wm), max(self.n, 8 * wn)
-            return wn * m_eff * self.k * self.a_bytes + wm * n_eff * self.k * self.b_bytes
+            return round(wn * m_eff * self.k * self.a_bytes * ca + wm * n_eff * self.k * self.b_bytes * cb)
         if self.version == 3:
             reads_a = 0 if self.a_in_registers else a * -(-self.n // max(1, self.instr_n))
-            return reads_a + b * -(-self.m // 64)
-        return a + b
+            return round(reads_a * ca + b * -(-self.m // 64) * cb)
+        return round(a * ca + b * cb)
 
 
 @dataclass(frozen=True)
@@ -149,11 +159,15 @@ class LoopInfo:
                                      # scratch round trip is bank-conflicted: rank's term (g))
     parent: int = -1                 # index (in PipelineReport.loops) of the loop this one sits in; -1: none
     stores: tuple[tuple[str, int], ...] = ()   # (kernel argument, bytes per iteration) of the body's tt.store ops
+    shared_other: float = 0.0        # bytes per iteration the body's other ttg.local_load ops read into a
+                                     # #blocked / #mma layout (a staged tile's elementwise use, not a dot's
+                                     # operand), x their bank-conflict factor
 
     @property
     def shared_read_bytes(self) -> int:
-        """Shared-memory operand reads of the body's dots per iteration (see LoopDot)."""
-        return sum(d.shared_read_bytes for d in self.dots)
+        """Shared-memory reads per iteration: the body's dots' operand reads (see LoopDot) and its other
+        local_load ops' (shared_other), each with its bank conflicts."""
+        return sum(d.shared_read_bytes for d in self.dots) + round(self.shared_other)
 
     @property
     def dot_flops(self) -> int:
@@ -388,6 +402,20 @@ def parse_ttgir(text: str, kernel: str = "", arch: str = "", num_stages: int | N
             return 0.0
         return lay.elements(_dims(m.group(1)), m.group(3), threads) * _BYTES.get(m.group(2), 2)
 
+    def shared_load(ln: str) -> tuple[str, float, float, str] | None:
+        """(result ssa, bytes its warps read, bank-conflict factor, result layout kind) of a ttg.local_load line."""
+        m = _LOCAL_LOAD.search(ln)
+        if not m or not threads:
+            return None
+        dims, dtype, enc = _dims(m.group(2)), m.group(3), m.group(4)
+        res_dims, res_enc = _dims(m.group(5)), m.group(7)
+        result = lay._resolve(res_enc)
+        parent = re.search(r"parent = (#[\w.]+)", result[1]) if result[0] == "#ttg.dot_op" else None
+        factor = load_conflict(dims, _elem_bytes(dtype), lay._resolve(enc), result,
+                               lay._resolve(parent.group(1)) if parent else ("", ""))
+        return (m.group(1), lay.elements(res_dims, res_enc, threads) * threads * _elem_bytes(dtype), factor,
+                result[0])
+
     spans: list[tuple[int, int]] = []                # every scf.for: (its line, the line closing its region)
     for no, ln in enumerate(lines):
         if _OP.match(ln) and _OP.match(ln).group(2) == "scf.for":
@@ -458,7 +486,7 @@ def parse_ttgir(text: str, kernel: str = "", arch: str = "", num_stages: int | N
         if in_func and inner is not None:
             branch = any(kind == "scf.if" for kind, _ in stack[inner + 1:])
             _collect(stack[inner][1], op, ln, branch, locs, ring_of, mmas, lambda v: root_of(v, no), thread_bytes,
-                     lambda ln: run_bytes(ln, no))
+                     lambda ln: run_bytes(ln, no), shared_load)
             _reduction(stack[inner][1], op, ln, lay)
         elif in_func:
             _reduction(top, op, ln, lay)
@@ -471,7 +499,7 @@ def parse_ttgir(text: str, kernel: str = "", arch: str = "", num_stages: int | N
                 rec = {"where": locs.of(ln)[1], "depth": len(outer),
                        "parent": next(i for i, r in enumerate(loops) if r is outer[-1]) if outer else -1,
                        "dot": False, "dots": [], "loads": {}, "waits": [], "commits": 0, "axes": [],
-                       "exchange": 0.0, "stores": {}}
+                       "exchange": 0.0, "stores": {}, "smem": {}, "dot_operands": set()}
                 loops.append(rec)
             kind = "tt.func public" if op == "tt.func" and " public " in ln else op
             stack.append((kind, rec))
@@ -483,7 +511,9 @@ def parse_ttgir(text: str, kernel: str = "", arch: str = "", num_stages: int | N
                     rec["where"] = locs.of(ln)[1]
     infos = tuple(LoopInfo(rec["where"], rec["depth"], rec["dot"], tuple(_merge(rec["loads"])),
                            min(rec["waits"]) if rec["waits"] else None, rec["commits"], tuple(rec["dots"]),
-                           rec["exchange"], rec["parent"], tuple(rec["stores"].items()))
+                           rec["exchange"], rec["parent"], tuple(rec["stores"].items()),
+                           sum(b for ssa, (b, _, kind) in rec["smem"].items()
+                               if ssa not in rec["dot_operands"] and kind in _REGISTER_USE))
                   for rec in loops)
     return PipelineReport(kernel, arch, num_stages, infos, top["exchange"])
 
@@ -527,12 +557,23 @@ def _dot(op: str, ln: str, where: str, mmas: Mapping[str, Any]) -> LoopDot | Non
 
 def _collect(rec: dict, op: str, ln: str, branch: bool, locs: _Locations, ring_of,
              mmas: Mapping[str, Any] = {}, root_of=lambda v: "", thread_bytes=lambda ln: 0.0,
-             run_bytes=lambda ln: (0, False)) -> None:
+             run_bytes=lambda ln: (0, False), shared_load=lambda ln: None) -> None:
     if op in DOT_OPS:
         rec["dot"] = True
         dot = _dot(op, ln, locs.of(ln)[1], mmas)
+        args = re.search(rf"{re.escape(op)}\s+(%[\w.#-]+)\s*,\s*(%[\w.#-]+)", ln)
+        if args:
+            rec["dot_operands"] |= {args.group(1), args.group(2)}
+        if dot is not None and args:
+            conflict = lambda v: rec["smem"].get(v, (0.0, 1.0, ""))[1]
+            dot = replace(dot, a_conflict=conflict(args.group(1)), b_conflict=conflict(args.group(2)))
         if dot is not None:
             rec["dots"].append(dot)
+    elif op == "ttg.local_load":
+        got = shared_load(ln)
+        if got:
+            ssa, nbytes, factor, kind = got
+            rec["smem"][ssa] = (nbytes * factor, factor, kind)
     elif op == "ttg.async_wait":
         m = _WAIT.search(ln)
         if m:

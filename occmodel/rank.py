@@ -7,7 +7,10 @@ CTAs/SM, in a full wave; fewer in the tail). Per loop iteration one CTA needs:
                                                            a later pass's re-read misses in L2 (below)
     t  L2 -> SM bytes   the tile its loop loads            (TTGIR slot bytes when compiled)
     s  shared reads     the dots' operand reads            (TTGIR warp layouts, pipeline.LoopDot;
-                                                            0 without a compile: unknown)
+                                                            0 without a compile: unknown), and a staged
+                                                           tile's other loads, each times its bank
+                                                           conflicts (occmodel.bank_conflicts: an
+                                                           unswizzled buffer's ldmatrix reads 8-way)
     f  tensor FLOPs     the dots' flops                    (TTGIR, counted at the fp16 rate: 1-byte
                                                            operands x 1/2, tf32 x 2; else flops / (grid x n))
 
