@@ -169,6 +169,11 @@ class LoopInfo:
         local_load ops' (shared_other), each with its bank conflicts."""
         return sum(d.shared_read_bytes for d in self.dots) + round(self.shared_other)
 
+    def conflicts(self) -> list[str]:
+        """The body's bank-conflicted dot operand reads, for people: ["dot A 8-way (file.py:130)"]."""
+        return [f"dot {op} {c:g}-way" + (f" ({d.where})" if d.where else "")
+                for d in self.dots for op, c in (("A", d.a_conflict), ("B", d.b_conflict)) if c > 1]
+
     @property
     def dot_flops(self) -> int:
         return sum(d.flops for d in self.dots)

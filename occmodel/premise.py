@@ -121,8 +121,10 @@ def _describe_load(ld) -> str:
 
 
 def operand_reads(ev) -> int | None:
+    """The main loop's dots' shared-memory operand reads per iteration (bank conflicts counted as the
+    extra wavefronts they take); None without a compiled dot."""
     m = _main(ev)
-    return m.shared_read_bytes if m is not None and m.dots else None
+    return sum(d.shared_read_bytes for d in m.dots) if m is not None and m.dots else None
 
 
 def loop_bytes(ev) -> int | None:

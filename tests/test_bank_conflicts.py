@@ -79,3 +79,6 @@ def test_a_real_compile_a_pipelined_tile_with_two_consumers(tmp_path):
     assert [d.a_conflict for d in staged.dots] == [8.0] and [d.b_conflict for d in staged.dots] == [1.0]
     assert [(d.a_conflict, d.b_conflict) for d in plain.dots] == [(1.0, 1.0)]
     assert staged.shared_read_bytes > 5 * plain.shared_read_bytes
+    # what `occmodel compile --pipeline` tells the user, with the dot's source line
+    assert [c.split(" (")[0] for c in staged.conflicts()] == ["dot A 8-way"] and plain.conflicts() == []
+    assert staged.conflicts()[0].endswith("w4a16_splitk_gemv.py:130)")
