@@ -884,6 +884,11 @@ MEASURED = [
 ]
 
 
+def print_log(m: str) -> None:
+    """A worker process's progress line (picklable, unlike a command's own log closure)."""
+    print(f"[worker] {m}", file=sys.stderr, flush=True)
+
+
 def cmd_development(args) -> int:
     """The current model on every development case (MEASURED), one calibration of each file's own
     machine start: per (kernel, point) metrics and the summary, as `evaluate` writes them."""
@@ -894,6 +899,8 @@ def cmd_development(args) -> int:
 
     import triton
     from occmodel.spec import load_spec
+    if args.jobs < 1:
+        raise InputError(f"--jobs {args.jobs}: must be 1 or more (kernels evaluated at once)")
     if args.kernels:
         timed = set()
         for path, take, legacy in MEASURED:
@@ -904,7 +911,7 @@ def cmd_development(args) -> int:
         if off:
             raise InputError(f"{off[0]!r} is not a development kernel (held out and not judged yet, or never timed); "
                              f"allowed: {', '.join(sorted(timed))}")
-    kernels = []
+    jobs = []
     for path, take, legacy in MEASURED:
         doc = read_json(str(ROOT / path))
         same_triton(doc, args.any_triton, f"{path}: ")
@@ -914,9 +921,15 @@ def cmd_development(args) -> int:
             raise InputError(f"{path} has no calibration {args.calibration!r}; it has: {', '.join(cals)}")
         entries = measured_entries(doc) + (legacy_entries(read_json(str(ROOT / legacy))) if legacy else [])
         want = set(args.kernels.split(",")) if args.kernels else None
-        for e in entries:
-            if (take is None or e["kernel"] in take) and (want is None or e["kernel"] in want):
-                kernels.append(evaluate_kernel(e, spec, {args.calibration: cals[args.calibration]}, log))
+        jobs += [(e, spec, {args.calibration: cals[args.calibration]}) for e in entries
+                 if (take is None or e["kernel"] in take) and (want is None or e["kernel"] in want)]
+    if args.jobs > 1:          # kernels in worker processes (each compiles its own configs), order kept
+        from concurrent.futures import ProcessPoolExecutor
+        with ProcessPoolExecutor(args.jobs) as pool:
+            futures = [pool.submit(evaluate_kernel, e, spec, cals, print_log) for e, spec, cals in jobs]
+            kernels = [f.result() for f in futures]
+    else:
+        kernels = [evaluate_kernel(e, spec, cals, log) for e, spec, cals in jobs]
     out = {"title": f"the current model on every development case ({len(kernels)} kernels)",
            "command": "python3 scripts/rank_study.py " + " ".join(sys.argv[1:]),
            "assumptions": (f"Times: each file's run -- the H200's, round 21's an H100's (files named _h100; "
@@ -1127,6 +1140,8 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("--kernels", default="", help="only these kernels (comma-separated)")
     d.add_argument("--product", default="H200", help="the spec product for datasheet figures")
     d.add_argument("--any-triton", action="store_true", help="compile with this triton even if the GPU ran another")
+    d.add_argument("--jobs", type=int, default=1,
+                   help="evaluate this many kernels at once in worker processes (default 1; the result is the same)")
     d.set_defaults(run=cmd_development)
     f = sub.add_parser("figure", help="plot an `evaluate` file: measured vs estimated, a panel per (kernel, point)")
     f.add_argument("evaluated", help="an `evaluate` JSON file")

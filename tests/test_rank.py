@@ -443,3 +443,19 @@ def test_faults_names_each_failed_config_and_replays_the_first_fault(tmp_path):
     proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "rank_study.py"), "faults", str(bad)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1 and "not a `measure` output" in proc.stderr
+
+
+def test_development_in_worker_processes_gives_the_same_report(tmp_path):
+    """`development --jobs N` evaluates kernels in N worker processes: the same cases, in the same order,
+    with the same figures as one process; a --jobs below 1 is refused in one line."""
+    script = str(ROOT / "scripts" / "rank_study.py")
+    run = lambda *a: subprocess.run([sys.executable, script, "development", "--any-triton", *a],
+                                    capture_output=True, text=True, timeout=900)
+    one = run("--kernels", "swiglu", "--out", str(tmp_path / "one"))
+    two = run("--kernels", "swiglu", "--jobs", "2", "--out", str(tmp_path / "two"))
+    assert one.returncode == 0 and two.returncode == 0, one.stderr[-2000:] + two.stderr[-2000:]
+    a, b = (json.loads((tmp_path / f"{n}.json").read_text()) for n in ("one", "two"))
+    assert [k["kernel"] for k in a["kernels"]] == [k["kernel"] for k in b["kernels"]] == ["swiglu"]
+    assert a["summary"] == b["summary"] and a["kernels"] == b["kernels"]
+    bad = run("--jobs", "0", "--out", str(tmp_path / "x"))
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "--jobs 0" in bad.stderr
