@@ -56,7 +56,7 @@ _POINTER_OPS = ("tt.addptr", "tt.splat", "tt.broadcast", "tt.expand_dims", "ttg.
 # local_load results a loop uses in registers (an elementwise use of a staged tile); a #linear or dot_op
 # result is a dot's operand on its way (a transposed B), which LoopDot counts
 _REGISTER_USE = ("#ttg.blocked", "#ttg.nvidia_mma")
-_LOCAL_LOAD = re.compile(r"(%[\w.#-]+)\s*=\s*ttg\.local_load\b.*?:\s*!ttg\.memdesc<((?:\d+x)+)(\w+),\s*(#\w+)[^>]*>"
+_LOCAL_LOAD = re.compile(r"(%[\w.#-]+)\s*=\s*ttg\.local_load\b.*?:\s*!ttg\.memdesc<((?:\d+x)+)(\w+),\s*(#\w+)([^>]*)>"
                          r"\s*->\s*tensor<((?:\d+x)+)(\w+),\s*(#[\w.]+(?:<\{.*\}>)?)>")
 _OPERAND = re.compile(r"(tensor|!ttg\.memdesc)<((?:\d+x)+)([a-zA-Z]\w*)")
 
@@ -413,11 +413,13 @@ def parse_ttgir(text: str, kernel: str = "", arch: str = "", num_stages: int | N
         if not m or not threads:
             return None
         dims, dtype, enc = _dims(m.group(2)), m.group(3), m.group(4)
-        res_dims, res_enc = _dims(m.group(5)), m.group(7)
+        alloc = re.search(r",\s*((?:\d+x)*\d+)\s*$", m.group(5))      # a sub-slice's allocation shape
+        full = [int(d) for d in alloc.group(1).split("x")][-len(dims):] if alloc else dims
+        res_dims, res_enc = _dims(m.group(6)), m.group(8)
         result = lay._resolve(res_enc)
         parent = re.search(r"parent = (#[\w.]+)", result[1]) if result[0] == "#ttg.dot_op" else None
         factor = load_conflict(dims, _elem_bytes(dtype), lay._resolve(enc), result,
-                               lay._resolve(parent.group(1)) if parent else ("", ""))
+                               lay._resolve(parent.group(1)) if parent else ("", ""), full)
         return (m.group(1), lay.elements(res_dims, res_enc, threads) * threads * _elem_bytes(dtype), factor,
                 result[0])
 

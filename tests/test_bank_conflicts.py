@@ -39,6 +39,27 @@ def test_ldmatrix_from_an_unswizzled_tile_is_8_way_conflicted_and_triton_swizzle
                          b_op, MMA) == 8.0
 
 
+def test_a_k_split_slice_is_addressed_in_its_parent_rows():
+    """Triton's prefetch splits K for mma.sync: `memdesc<128x16xf16, ..., 128x32>` reads 16 columns of
+    rows 32 wide. Triton's swizzle for 64-byte rows (perPhase 2, maxPhase 4) is conflict-free there;
+    measured at the slice's own 16-wide rows it would read 2-way (a false alarm)."""
+    swz = ("#ttg.swizzled_shared", "vec = 8, perPhase = 2, maxPhase = 4, order = [1, 0]")
+    assert load_conflict([128, 16], 2, swz, A_OP, MMA, full=[128, 32]) == 1.0
+    assert load_conflict([128, 16], 2, NONE, A_OP, MMA, full=[128, 64]) == 8.0      # 128-byte rows, unswizzled
+
+
+def test_ldmatrix_only_where_triton_uses_it():
+    # a swizzle vector under 16 bytes: Triton loads with plain ld.shared, not modelled
+    small = ("#ttg.swizzled_shared", "vec = 4, perPhase = 1, maxPhase = 8, order = [1, 0]")
+    assert load_conflict([16, 128], 2, small, A_OP, MMA) == 1.0
+    # an 8-bit operand read transposed (ldmatrix.trans is b16 only): not modelled
+    b_op8 = ("#ttg.dot_op", "opIdx = 1, parent = #mma, kWidth = 4")
+    assert load_conflict([64, 64], 1, NONE, b_op8, MMA) == 1.0
+    # the swizzle's XOR wraps at the row end (Triton takes vec x phase modulo the row length)
+    wrap = ("#ttg.swizzled_shared", "vec = 8, perPhase = 1, maxPhase = 8, order = [1, 0]")
+    assert load_conflict([64, 32], 2, wrap, A_OP, MMA) == 2.0
+
+
 def test_register_layouts_read_the_tile_by_their_lanes():
     # the mma.sync accumulator layout: lanes 4 apart are 8 rows apart -> 8-way on 256-byte rows
     assert load_conflict([16, 128], 2, NONE, MMA) == 8.0
@@ -48,6 +69,9 @@ def test_register_layouts_read_the_tile_by_their_lanes():
     # a blocked layout walking down a column of 128-byte rows, 4 B a thread: 32 rows, one bank
     col = ("#ttg.blocked", "sizePerThread = [1, 1], threadsPerWarp = [32, 1], warpsPerCTA = [4, 1], order = [1, 0]")
     assert load_conflict([128, 32], 4, NONE, col) == 32.0
+    # two rows a thread (sizePerThread 2 along the slow dimension): every register row is read
+    two = ("#ttg.blocked", "sizePerThread = [2, 8], threadsPerWarp = [8, 4], warpsPerCTA = [4, 1], order = [1, 0]")
+    assert load_conflict([64, 32], 2, NONE, two) == 2.0
 
 
 @pytest.mark.parametrize("shared, result", [
