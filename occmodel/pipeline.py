@@ -164,10 +164,15 @@ class LoopInfo:
                                      # operand), x their bank-conflict factor
 
     @property
+    def dot_read_bytes(self) -> int:
+        """The body's dots' shared-memory operand reads per iteration, bank conflicts counted (LoopDot)."""
+        return sum(d.shared_read_bytes for d in self.dots)
+
+    @property
     def shared_read_bytes(self) -> int:
-        """Shared-memory reads per iteration: the body's dots' operand reads (see LoopDot) and its other
-        local_load ops' (shared_other), each with its bank conflicts."""
-        return sum(d.shared_read_bytes for d in self.dots) + round(self.shared_other)
+        """Shared-memory reads per iteration: the dots' operand reads and the body's other local_load
+        ops' (shared_other), each with its bank conflicts."""
+        return self.dot_read_bytes + round(self.shared_other)
 
     def conflicts(self) -> list[str]:
         """The body's bank-conflicted dot operand reads, for people: ["dot A 8-way (file.py:130)"]."""

@@ -124,7 +124,7 @@ def operand_reads(ev) -> int | None:
     """The main loop's dots' shared-memory operand reads per iteration (bank conflicts counted as the
     extra wavefronts they take); None without a compiled dot."""
     m = _main(ev)
-    return sum(d.shared_read_bytes for d in m.dots) if m is not None and m.dots else None
+    return m.dot_read_bytes if m is not None and m.dots else None
 
 
 def loop_bytes(ev) -> int | None:

@@ -199,10 +199,11 @@ def _pipeline_sections(card, cfgs, reports, names=("baseline", "candidate")) -> 
         rows += _load_rows(f"{who} (S={cfg['num_stages']})", rep)
         if rep and rep.main:
             m = rep.main
+            conflicts = m.conflicts()
             notes.append(f"{who}: main loop {m.where or '?'}; its async_wait leaves "
                          f"{'-' if m.wait_groups is None else m.wait_groups} of {m.groups_per_iteration} "
                          "copy groups per iteration in flight" + (
-                             "; shared-memory bank conflicts: " + ", ".join(m.conflicts()) if m.conflicts() else ""))
+                             "; shared-memory bank conflicts: " + ", ".join(conflicts) if conflicts else ""))
     cols = [("config", "config"), ("loop", "loop"), ("load", "load"), ("where", "source"), ("kind", "kind"),
             ("buffers", "buffers"), ("ahead", "tiles ahead"), ("tile", "slot"), ("bytes", "slot bytes"),
             ("note", "note")]
@@ -249,9 +250,9 @@ def _sweep(args, spec, card, carveout) -> Report:
                     f"{ld.name} {ld.kind}" + (f" x{ld.buffers}" if ld.pipelined else "") for ld in lp.loads)
                     or "no loads")
                 for i, lp in enumerate(ev.pipeline.loops)) or "no loop"
-            main = ev.pipeline.main
-            if main is not None and main.conflicts():
-                row["pipelined"] += "; bank conflicts: " + ", ".join(main.conflicts())
+            conflicts = ev.pipeline.main.conflicts() if ev.pipeline.main is not None else []
+            if conflicts:
+                row["pipelined"] += "; bank conflicts: " + ", ".join(conflicts)
         rows.append(row)
     cols = [(k, k) for k in keys] + [
         ("shared", "shared (B)"), ("static", "of which static (B)"), ("regs", "regs/thread"),
