@@ -204,6 +204,11 @@ class BareKernel(KernelCard):
             return None
         return {k: int(v) for k, v in values.items() if isinstance(v, int) and not isinstance(v, bool)}
 
+    def float_args(self, cfg, point):
+        """The float arguments of the launch at `point` (as scalar_args), by parameter name."""
+        values = self._example_values(cfg, point)
+        return None if values is None else {k: float(v) for k, v in values.items() if isinstance(v, float)}
+
     def _example_values(self, cfg, point) -> dict[str, Any] | None:
         """The launcher's example_args (or the --args function) at `point`, by parameter name; None
         without either or with a fixed --signature."""

@@ -235,6 +235,11 @@ class KernelCard:
         """The main kernel's integer launch arguments at `point`, by parameter name (None: unknown)."""
         return None
 
+    def float_args(self, cfg: Config, point: Mapping[str, Any]) -> dict[str, float] | None:
+        """The main kernel's float launch arguments at `point` (a resize's scale), by parameter name
+        (None: unknown)."""
+        return None
+
     def index_data(self, cfg: Config, point: Mapping[str, Any]) -> dict[str, Any] | None:
         """The launch's integer index tensors whose values are known at `point`, by parameter name (flat
         numpy int64 arrays): what a gather reads its row or expert ids from (None: none known)."""

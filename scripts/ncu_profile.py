@@ -35,6 +35,8 @@ METRICS = ("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
            "smsp__inst_executed_op_ldgsts.sum", "smsp__inst_executed.sum",
            "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
            "lts__t_sectors_srcunit_tex_op_read.sum", "lts__t_sectors_srcunit_tex_op_read_lookup_miss.sum",
+           "lts__t_requests_srcunit_tex_op_read.sum", "lts__t_sectors_srcunit_tex_op_write.sum",
+           "lts__t_requests_srcunit_tex_op_write.sum",
            "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
            "dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum",
            "sm__cycles_elapsed.avg", "smsp__cycles_active.avg")

@@ -1,0 +1,352 @@
+"""The 32-byte L2 sectors one main-loop iteration of a CTA moves: rank's term (c), counted as the memory
+system counts it.
+
+The L2 serves an SM in 32-byte sectors (CUDA C++ Programming Guide, "Device Memory Accesses": a warp's
+global access is split into the 32-byte segments it touches). A tile whose lanes read neighbouring
+elements moves about the bytes it asks for; a gather whose lanes fall in different sectors moves a whole
+sector for each -- an NCHW bilinear resize whose warp spans 16 channel planes asks 2 bytes of each sector
+it pulls. Counting bytes asked for, rank saw those configs as cheap as the coalesced ones (round 22:
+bilinear_resize's BLOCK_C 128 / 4-element configs ran 4-7x slower than estimated, the estimate's #1
+1.87x the best).
+
+This module evaluates the compiled TTGIR of a few sample CTAs, every element of every tensor (not the
+first element as occmodel.tile_order does), down to the main loop's first iteration, and collects the
+byte addresses of each global tt.load / cp.async / tt.store in the loop body, masked-off lanes left out.
+One iteration moves, per CTA, the distinct sectors and 128-byte lines its loads touch (a line two loads
+of the iteration share is fetched once: the L1 keeps it) and, separately, those its stores write.
+
+    tr = traffic(ttgir, report, {"C": 256, ...}, grid=(18625, 16), float_args={"scale_h": 0.2539})
+    tr.request_bytes       # 128 x (load lines + store lines) per CTA per iteration: what rank charges
+    tr.sector_bytes        # 32 x (load sectors + store sectors)
+    tr.asked_bytes         # the distinct bytes the same accesses ask for
+
+The L2 serves requests, each one line's sectors, at about the rate of whole lines (measured with Nsight
+Compute, reports/GPU_NOTES.md 31): a line counts 128 bytes whether the CTA uses 2 of them or all. What
+the count leaves out, both measured there: requests saved by L1 hits across CTAs of one SM (the worst
+bilinear config reads from L2 half the lines counted) and the extra requests of several warps writing
+parts of one line (the best config sends 2.3x the lines counted); a coalesced tile is right either way
+up to these.
+
+None when the kernel has no main loop, when the walk cannot reach it, or when a global access in its body
+cannot be evaluated (its pointer comes from loaded data, a tensor descriptor, an op not modelled) or sits
+in a loop inside it: a partial count would read as coalesced.
+
+Contract: pure (string processing and numpy), no torch, no GPU. The values follow the TTGIR's types: i32
+arithmetic in int64 (no wrap-around), f32 in float32 (so an fp32 source coordinate truncates as the GPU's
+does), pointers as (kernel argument, byte offset).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from .pipeline import _OP, _STRINGS
+from .tile_order import _BINARY, _CMP, _FOR, _iter_args, _operands, elem_bytes, launch_dims, program_ids
+
+SECTOR = 32
+LINE = 128
+SAMPLES = 8          # CTAs evaluated, spread evenly over the launch (the first and the last among them)
+MAX_ELEMENTS = 1 << 20   # a larger tensor is not evaluated (the count gives up: None)
+
+_ARG = re.compile(r"(%[\w.#-]+):\s*(!tt\.ptr<(\w+)>|i\d+|f16|bf16|f32|f64)")
+_SHAPE = re.compile(r"tensor<((?:\d+x)+)")
+_RESULT_PTR = re.compile(r"!tt\.ptr<(\w+)>")
+_FCMP = {"oeq": np.equal, "one": np.not_equal, "olt": np.less, "ole": np.less_equal, "ogt": np.greater,
+         "oge": np.greater_equal, "ueq": np.equal, "une": np.not_equal, "ult": np.less, "ule": np.less_equal,
+         "ugt": np.greater, "uge": np.greater_equal}
+_FBINARY = {"arith.addf": np.add, "arith.subf": np.subtract, "arith.mulf": np.multiply, "arith.divf": np.divide,
+            "arith.maxnumf": np.fmax, "arith.minnumf": np.fmin, "arith.maximumf": np.maximum,
+            "arith.minimumf": np.minimum}
+_FUNARY = {"math.floor": np.floor, "math.ceil": np.ceil, "math.absf": np.abs, "arith.negf": np.negative}
+_IDENTITY = ("ttg.convert_layout", "arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast",
+             "arith.index_castui")
+_GLOBAL_LOADS = ("tt.load", "ttg.async_copy_global_to_local")
+_OPAQUE_ACCESS = ("tt.descriptor_load", "tt.descriptor_store", "ttng.async_tma_copy_global_to_local",
+                  "ttng.async_tma_copy_local_to_global", "tt.descriptor_gather", "tt.descriptor_scatter")
+
+
+@dataclass(frozen=True)
+class SectorTraffic:
+    """Per CTA per main-loop iteration, the mean over the sampled CTAs."""
+
+    load_sectors: float     # distinct 32-byte sectors the loads touch
+    store_sectors: float    # distinct 32-byte sectors the stores write
+    load_bytes: float       # distinct bytes the loads ask for (masked-off elements left out)
+    store_bytes: float
+    ctas: int               # CTAs sampled
+    load_lines: float = 0.0   # distinct 128-byte lines the loads touch (each an L2 request)
+    store_lines: float = 0.0
+
+    @property
+    def sector_bytes(self) -> float:
+        """Bytes between L2 and the SM, whole sectors: 32 x (load + store sectors)."""
+        return SECTOR * (self.load_sectors + self.store_sectors)
+
+    @property
+    def request_bytes(self) -> float:
+        """What term (c) charges: 128 bytes for each distinct line the loads and the stores touch. An L2
+        request carries one line's sectors and costs about a whole line's time whatever it carries
+        (Nsight Compute on an H100, reports/GPU_NOTES.md 31: 81-95 G requests/s at full load, one-sector
+        requests included, against the 104 G lines/s of the measured L2 bandwidth)."""
+        return LINE * (self.load_lines + self.store_lines)
+
+    @property
+    def asked_bytes(self) -> float:
+        return self.load_bytes + self.store_bytes
+
+    @property
+    def efficiency(self) -> float:
+        """Bytes asked for over bytes moved (1.0: every sector fully used; 1.0 when nothing moves)."""
+        return self.asked_bytes / self.sector_bytes if self.sector_bytes else 1.0
+
+
+@dataclass(frozen=True)
+class _P:
+    root: str               # the kernel argument
+    off: np.ndarray         # byte offsets, the leading axis over sampled CTAs (or 1: the same for all)
+
+
+class _Unknown(Exception):
+    """A global access of the main loop whose addresses cannot be evaluated."""
+
+
+def traffic(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence[int],
+            float_args: Mapping[str, float] | None = None, samples: int = SAMPLES) -> SectorTraffic | None:
+    """The main loop's sector traffic (see the module doc); None when it cannot be counted."""
+    main = getattr(report, "main", None)
+    if main is None or not ttgir:
+        return None
+    dims = launch_dims(ttgir, grid)
+    if dims is None:
+        return None
+    target = next(i for i, lp in enumerate(report.loops) if lp is main)
+    total = dims["x"] * dims["y"] * dims["z"]
+    pid = np.unique(np.linspace(0, total - 1, max(1, min(samples, total))).round().astype(np.int64))
+    try:
+        acc = _walk(ttgir, int_args, float_args or {}, pid, dims, target)
+        if acc is None:
+            return None
+        n = len(pid)
+        (ls, lb, ll), (ss, sb, sl) = _count(acc[0], n), _count(acc[1], n)
+    except (_Unknown, ValueError, TypeError, IndexError, KeyError):
+        return None                  # an access not evaluated, or shapes this reading of the TTGIR got wrong
+    return SectorTraffic(ls, ss, lb, sb, n, ll, sl)
+
+
+def _count(accesses: list[tuple[_P, np.ndarray | None, int]], n: int) -> tuple[float, float, float]:
+    """(mean distinct sectors, mean distinct bytes asked, mean distinct lines) per sampled CTA over
+    `accesses` ((pointer, mask or None, element bytes))."""
+    if not accesses:
+        return 0.0, 0.0, 0.0
+    roots = {r: i for i, r in enumerate(dict.fromkeys(p.root for p, _, _ in accesses))}
+    sectors, asked, lines = 0, 0, 0
+    for c in range(n):
+        keys_s, keys_b = [], []
+        for p, mask, eb in accesses:
+            off = p.off[c if p.off.shape[0] > 1 else 0].ravel()
+            if mask is not None:
+                m = np.broadcast_to(mask[c if mask.shape[0] > 1 else 0], p.off.shape[1:]).ravel() != 0
+                off = off[m]
+            base = np.int64(roots[p.root]) << np.int64(48)
+            keys_s.append(base + off // SECTOR)
+            keys_b.append(np.repeat(base + off, eb) + np.tile(np.arange(eb, dtype=np.int64), off.size))
+        uniq = np.unique(np.concatenate(keys_s))
+        sectors += uniq.size
+        lines += np.unique(uniq // (LINE // SECTOR)).size
+        asked += np.unique(np.concatenate(keys_b)).size
+    return sectors / n, asked / n, lines / n
+
+
+def _shape(rest: str) -> tuple[int, ...]:
+    """The result's tensor shape: the last tensor type on the line (() for a scalar); _Unknown past
+    MAX_ELEMENTS."""
+    found = _SHAPE.findall(rest)
+    shape = tuple(int(d) for d in found[-1].split("x") if d) if found else ()
+    if int(np.prod(shape, dtype=np.int64)) > MAX_ELEMENTS:
+        raise _Unknown(f"a tensor of {shape}")
+    return shape
+
+
+def _float_type(rest: str) -> Any:
+    tail = rest.rsplit("->", 1)[-1].rsplit(" to ", 1)[-1]
+    return np.float64 if "f64" in tail else np.float32
+
+
+def _lead(v: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """A per-CTA scalar (n,) or a value (n, ...) broadcast to (n, *shape)."""
+    v = np.asarray(v)
+    v = v.reshape(v.shape[:1] + (1,) * len(shape)) if v.ndim == 1 and shape else v
+    return np.broadcast_to(v, v.shape[:1] + shape)
+
+
+def _constant(rest: str) -> np.ndarray | None:
+    m = re.match(r"\s*(?:dense<)?(true|false|-?[\d.]+(?:e[+-]?\d+)?|0x[0-9A-Fa-f]+)>?\s*(?::\s*(\S+))?", rest)
+    if not m:
+        return None
+    text, shape = m.group(1), _shape(rest)
+    if text in ("true", "false"):
+        val: Any = text == "true"
+    elif text.startswith("0x"):
+        return None                                   # a float given by its bits (inf, nan)
+    elif re.search(r":\s*(?:tensor<[^>]*x)?(f16|bf16|f32|f64)", rest):
+        val = float(text)
+    else:
+        try:
+            val = int(text)
+        except ValueError:
+            return None
+    arr = np.asarray(val, dtype=_float_type(rest) if isinstance(val, float) else np.int64)
+    return np.broadcast_to(arr, (1,) + shape)
+
+
+def _walk(ttgir: str, int_args: Mapping[str, int], float_args: Mapping[str, float], pid: np.ndarray,
+          dims: Mapping[str, int], target: int) -> tuple[list, list] | None:
+    """Evaluate the kernel for the CTAs `pid` to the end of the main loop's first iteration; the body's
+    (loads, stores), each (pointer, mask or None, element bytes). None when the main loop is never reached."""
+    ids = {k: v for k, v in program_ids(pid, dims).items()}
+    env: dict[str, Any] = {}
+    loads: list = []
+    stores: list = []
+    fors, depth, depth_main, in_func = -1, 0, None, False
+    inner: list[int] = []                           # depths of loops opened inside the main loop
+    for ln in ttgir.splitlines():
+        if not in_func:
+            if "tt.func public" in ln:
+                in_func, depth = True, 1
+                for name, pty, _ in _ARG.findall(ln):
+                    key = name.lstrip("%")
+                    if pty.startswith("!tt.ptr"):
+                        env[name] = _P(key, np.zeros((1,), np.int64))
+                    elif key in int_args:
+                        env[name] = np.asarray([int(int_args[key])], np.int64)
+                    elif key in float_args:
+                        env[name] = np.asarray([float(float_args[key])], np.float64 if pty == "f64" else np.float32)
+            continue
+        m = _OP.match(ln)
+        res, op, rest = (m.group(1), m.group(2), ln[m.end():]) if m else (None, "", "")
+        if op == "scf.for":
+            fors += 1
+            f = _FOR.search(ln)
+            if f and f.group(2) in env and not isinstance(env[f.group(2)], _P):
+                env[f.group(1)] = env[f.group(2)]   # the first iteration
+            for alias, init in _iter_args(ln):
+                if init in env:
+                    env[alias] = env[init]
+            if fors == target:
+                depth_main = depth
+            elif depth_main is not None:
+                inner.append(depth)
+        elif depth_main is not None and (op in _GLOBAL_LOADS or op == "tt.store" or op in _OPAQUE_ACCESS):
+            if inner or op in _OPAQUE_ACCESS:
+                raise _Unknown(op)
+            access = _access(op, rest, env)
+            (stores if op == "tt.store" else loads).append(access)
+        if res is not None and op not in ("scf.for",):
+            try:
+                v = None if op in _GLOBAL_LOADS else _evaluate(op, rest, env, ids, dims)
+            except (ValueError, TypeError, IndexError):
+                v = None
+            if v is not None:
+                env[res] = v
+            else:
+                env.pop(res, None)
+        bare = _STRINGS.sub('""', ln)
+        depth += bare.count("{") - bare.count("}")
+        while inner and depth <= inner[-1]:
+            inner.pop()
+        if depth_main is not None and depth <= depth_main:
+            return loads, stores                      # the main loop closed
+        if depth <= 0:
+            break
+    return None
+
+
+def _access(op: str, rest: str, env: Mapping[str, Any]) -> tuple[_P, np.ndarray | None, int]:
+    """(pointer, mask or None, element bytes) of a global load / store; _Unknown when its pointer is."""
+    ops = _operands(rest)
+    ptr = env.get(ops[0]) if ops else None
+    t = _RESULT_PTR.search(rest.split(":", 1)[1] if ":" in rest else "")
+    if not isinstance(ptr, _P) or t is None or not elem_bytes(t.group(1)):
+        raise _Unknown(op)
+    if op == "ttg.async_copy_global_to_local":
+        mm = re.search(r"\bmask\s+(%[\w.#-]+)", rest)
+        mask_name = mm.group(1) if mm else None
+    elif op == "tt.store":
+        mask_name = ops[2] if len(ops) > 2 else None
+    else:
+        mask_name = ops[1] if len(ops) > 1 else None
+    mask = None
+    if mask_name is not None:
+        mv = env.get(mask_name)
+        mask = None if mv is None or isinstance(mv, _P) else np.asarray(mv)
+    return ptr, mask, elem_bytes(t.group(1))
+
+
+def _evaluate(op: str, rest: str, env: Mapping[str, Any], ids: Mapping[str, np.ndarray],
+              dims: Mapping[str, int]) -> Any:
+    """One op's result, (n or 1, *shape); None when unknown (loaded data, an op not modelled)."""
+    shape = _shape(rest)
+    if op == "arith.constant":
+        return _constant(rest)
+    if op in ("tt.get_program_id", "tt.get_num_programs"):
+        m = re.match(r"\s*(x|y|z)\b", rest)
+        if not m:
+            return None
+        return ids[m.group(1)] if op == "tt.get_program_id" else np.asarray([dims[m.group(1)]], np.int64)
+    if op == "tt.make_range":
+        lo, hi = (re.search(rf"{k} = (-?\d+)", rest) for k in ("start", "end"))
+        return np.arange(int(lo.group(1)), int(hi.group(1)), dtype=np.int64)[None] if lo and hi else None
+    ops = _operands(rest)
+    vals = [env.get(o) for o in ops]
+    if not ops or any(v is None for v in vals):
+        return None
+    if op in ("tt.splat", "tt.broadcast"):
+        v = vals[0]
+        return _P(v.root, _lead(v.off, shape)) if isinstance(v, _P) else _lead(v, shape)
+    if op == "tt.expand_dims":
+        m = re.search(r"axis = (\d+)", rest)
+        v = vals[0]
+        f = lambda a: np.expand_dims(a, int(m.group(1)) + 1)
+        return None if not m else _P(v.root, f(v.off)) if isinstance(v, _P) else f(v)
+    if op in ("tt.reshape", "tt.trans"):
+        v = vals[0]
+        if op == "tt.trans":
+            m = re.search(r"order = array<i32:([\d,\s]+)>", rest)
+            if not m:
+                return None
+            perm = (0,) + tuple(int(o) + 1 for o in m.group(1).split(","))
+            f = lambda a: np.transpose(a, perm)
+        else:
+            f = lambda a: np.reshape(a, a.shape[:1] + shape)
+        return _P(v.root, f(v.off)) if isinstance(v, _P) else f(v)
+    if op in _IDENTITY:
+        return vals[0]
+    if op == "tt.addptr":
+        p, off = vals[0], vals[1]
+        t = _RESULT_PTR.search(rest)
+        if not isinstance(p, _P) or isinstance(off, _P) or not t or not elem_bytes(t.group(1)):
+            return None
+        return _P(p.root, p.off + np.asarray(off).astype(np.int64) * elem_bytes(t.group(1)))
+    if any(isinstance(v, _P) for v in vals):
+        return None
+    if op in _BINARY and len(vals) == 2:
+        return _BINARY[op](*(np.asarray(v).astype(np.int64) for v in vals))
+    if op in _FBINARY and len(vals) == 2:
+        return _FBINARY[op](vals[0], vals[1])
+    if op in _FUNARY:
+        return _FUNARY[op](vals[0])
+    if op in ("arith.cmpi", "arith.cmpf"):
+        m = re.match(r"\s*(\w+),", rest)
+        fn = (_CMP if op == "arith.cmpi" else _FCMP).get(m.group(1)) if m else None
+        return fn(*vals) if fn and len(vals) == 2 else None
+    if op == "arith.select" and len(vals) == 3:
+        return np.where(np.asarray(vals[0]) != 0, vals[1], vals[2])
+    if op in ("arith.sitofp", "arith.uitofp", "arith.extf", "arith.truncf"):
+        return np.asarray(vals[0]).astype(_float_type(rest))
+    if op in ("arith.fptosi", "arith.fptoui"):
+        return np.trunc(vals[0]).astype(np.int64)
+    return None

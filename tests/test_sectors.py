@@ -1,0 +1,106 @@
+"""The 32-byte sectors a main-loop iteration moves (occmodel.sectors), on real compiles: a tile read
+along its rows uses every byte of each sector; the same tile read across 2-element columns of a
+row-major matrix pulls a sector for every 4 useful bytes; a gather through loaded indices cannot be
+counted. And the round-22 kernel that showed the effect: bilinear_resize at NCHW (measured 7.5x slower
+at BLOCK_C 128 than at 8, reports/h200/rank_study_round22_h100.json)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+triton = pytest.importorskip("triton")
+import triton.language as tl  # noqa: E402
+
+from occmodel.compile import compile_kernel  # noqa: E402
+from occmodel.pipeline import analyze  # noqa: E402
+from occmodel.sectors import SECTOR, traffic  # noqa: E402
+
+
+@triton.jit
+def tile_sum(X, Y, M, N, stride_m, stride_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Y[m] = sum_n X[m, n] over a [BLOCK_M, BLOCK_N] tile a trip, any strides."""
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    acc = tl.zeros([BLOCK_M], tl.float32)
+    for n0 in range(0, N, BLOCK_N):
+        cols = n0 + tl.arange(0, BLOCK_N)
+        x = tl.load(X + rows[:, None] * stride_m + cols[None, :] * stride_n, mask=cols[None, :] < N, other=0.0)
+        acc += tl.sum(x.to(tl.float32), 1)
+    tl.store(Y + rows, acc, mask=rows < M)
+
+
+@triton.jit
+def row_gather(X, IDX, Y, N, BLOCK_N: tl.constexpr):
+    """Y[i, :] = X[IDX[i], :], N columns BLOCK_N at a time."""
+    i = tl.program_id(0)
+    r = tl.load(IDX + i)
+    for n0 in range(0, N, BLOCK_N):
+        cols = n0 + tl.arange(0, BLOCK_N)
+        tl.store(Y + i * N + cols, tl.load(X + r * N + cols))
+
+
+TILE_SIG = {"X": "*fp16", "Y": "*fp32", "M": "i32", "N": "i32", "stride_m": "i32", "stride_n": "i32"}
+
+
+def _traffic(fn, sig, consts, args, grid, warps=4):
+    res = compile_kernel(fn, sig, consts, arch="sm_90", num_warps=warps, num_stages=1, keep_ir=True)
+    assert res.status == "ok", res.message
+    return traffic(res.ttgir, analyze(res), args, grid)
+
+
+def test_a_row_major_tile_uses_every_sector_byte():
+    # 32 rows x 64 fp16 = 128 contiguous bytes a row: 4 full sectors a row, nothing wasted
+    tr = _traffic(tile_sum, TILE_SIG, {"BLOCK_M": 32, "BLOCK_N": 64},
+                  {"M": 4096, "N": 4096, "stride_m": 4096, "stride_n": 1}, (128,))
+    assert tr.load_bytes == 32 * 64 * 2 and tr.load_sectors == 32 * 64 * 2 / SECTOR
+    assert tr.store_sectors == 0 and tr.efficiency == 1.0      # the store is after the loop
+    assert tr.request_bytes == tr.sector_bytes == tr.load_bytes      # 32 whole lines
+
+
+def test_narrow_columns_of_a_row_major_matrix_waste_sectors():
+    # the same sum over X's transpose: a trip reads 2 consecutive elements (4 B) of 64 rows 8 KB apart
+    tr = _traffic(tile_sum, TILE_SIG, {"BLOCK_M": 2, "BLOCK_N": 64},
+                  {"M": 4096, "N": 4096, "stride_m": 1, "stride_n": 4096}, (2048,))
+    assert tr.load_bytes == 2 * 64 * 2 and tr.load_sectors == 64 and tr.load_lines == 64
+    assert tr.efficiency == pytest.approx(4 / 32)
+    # each sector is its own L2 request, which costs a whole line's time
+    assert tr.request_bytes == 64 * 128 == 4 * tr.sector_bytes
+
+
+def test_masked_lanes_move_nothing():
+    # N = 40 < BLOCK_N: the first trip reads 40 of 64 columns (80 B a row: 3 sectors)
+    tr = _traffic(tile_sum, TILE_SIG, {"BLOCK_M": 32, "BLOCK_N": 64},
+                  {"M": 4096, "N": 40, "stride_m": 40, "stride_n": 1}, (128,))
+    assert tr.load_bytes == 32 * 40 * 2
+
+
+def test_a_gather_through_loaded_indices_is_not_counted():
+    sig = {"X": "*fp16", "IDX": "*i32", "Y": "*fp16", "N": "i32"}
+    assert _traffic(row_gather, sig, {"BLOCK_N": 256}, {"N": 4096}, (1024,)) is None
+
+
+def test_bilinear_nchw_gathers_waste_sectors_and_nhwc_does_not():
+    """Round 22's bilinear_resize: NCHW fp16 (DeepLabV3+, 49 x 49 -> 193 x 193, a float scale) at BLOCK_C
+    128 / 4 elements a thread / 2 warps is a 2-pixel x 128-channel tile: each channel plane gives 2 useful
+    bytes of each sector. At BLOCK_C 8 / 8 / 8 warps the warp runs along 256 neighbouring pixels."""
+    from occmodel.evidence import gather
+    from occmodel.rank import l2_request_bytes
+    from occmodel.source import load_source
+    from occmodel.spec import load_spec
+    path = str(Path(__file__).resolve().parent.parent / "examples" / "bilinear_resize.py")
+    spec_ = importlib.util.spec_from_file_location("bilinear_resize", path)
+    mod = importlib.util.module_from_spec(spec_)
+    spec_.loader.exec_module(mod)
+    kernel = load_source(f"{path}:_kernel", launcher=path).at_point(mod.POINTS[1])
+    wide, narrow = (kernel.resolve({"BLOCK_C": c, "ELEMS_PER_THREAD": e, "num_warps": w, "num_stages": 1})
+                    for c, e, w in ((128, 4, 2), (8, 8, 8)))
+    assert set(kernel.float_args(wide, mod.POINTS[1])) == {"scale_h", "scale_w"}
+    evs = gather(kernel, load_spec("sm_90"), [wide, narrow], compile=True, progress=False)
+    tr = [traffic(ev.result.ttgir, ev.pipeline, kernel.scalar_args(c, mod.POINTS[1]),
+                  kernel.launch_grid(c, mod.POINTS[1]), kernel.float_args(c, mod.POINTS[1]))
+          for ev, c in zip(evs, (wide, narrow))]
+    assert tr[0].efficiency < 0.15 and tr[1].efficiency > 0.85
+    # what rank's term (c) charges per iteration: the request-weighted sectors
+    assert l2_request_bytes(kernel, wide, mod.POINTS[1], evs[0], evs[0].pipeline) == tr[0].request_bytes
