@@ -55,6 +55,9 @@ MAX_ELEMENTS = 1 << 20   # a larger tensor is not evaluated (the count gives up:
 _ARG = re.compile(r"(%[\w.#-]+):\s*(!tt\.ptr<(\w+)>|i\d+|f16|bf16|f32|f64)")
 _SHAPE = re.compile(r"tensor<((?:\d+x)+)")
 _RESULT_PTR = re.compile(r"!tt\.ptr<(\w+)>")
+_PTR_LAYOUT = re.compile(r"!tt\.ptr<\w+>,\s*(#\w+)>")
+_BLOCKED = re.compile(r"^(#\w+)\s*=\s*#ttg\.blocked<\{sizePerThread = \[([\d, ]+)\], threadsPerWarp = \[([\d, ]+)\], "
+                      r"warpsPerCTA = \[([\d, ]+)\], order = \[([\d, ]+)\]")
 _FCMP = {"oeq": np.equal, "one": np.not_equal, "olt": np.less, "ole": np.less_equal, "ogt": np.greater,
          "oge": np.greater_equal, "ueq": np.equal, "une": np.not_equal, "ult": np.less, "ule": np.less_equal,
          "ugt": np.greater, "uge": np.greater_equal}
@@ -78,8 +81,10 @@ class SectorTraffic:
     load_bytes: float       # distinct bytes the loads ask for (masked-off elements left out)
     store_bytes: float
     ctas: int               # CTAs sampled
-    load_lines: float = 0.0   # distinct 128-byte lines the loads touch (each an L2 request)
+    load_lines: float = 0.0   # distinct 128-byte lines the loads touch
     store_lines: float = 0.0
+    store_requests: float = 0.0   # the stores' L2 requests: each warp instruction's distinct lines, summed
+                                  # (a #blocked layout's; the distinct lines for any other layout)
 
     @property
     def sector_bytes(self) -> float:
@@ -88,11 +93,12 @@ class SectorTraffic:
 
     @property
     def request_bytes(self) -> float:
-        """What term (c) charges: 128 bytes for each distinct line the loads and the stores touch. An L2
-        request carries one line's sectors and costs about a whole line's time whatever it carries
+        """What term (c) charges: 128 bytes for each distinct line the loads touch (the L1 serves a line
+        twice asked) and for each store request (a warp instruction's line: stores are not merged). An
+        L2 request carries one line's sectors and costs about a whole line's time whatever it carries
         (Nsight Compute on an H100, reports/GPU_NOTES.md 31: 81-95 G requests/s at full load, one-sector
         requests included, against the 104 G lines/s of the measured L2 bandwidth)."""
-        return LINE * (self.load_lines + self.store_lines)
+        return LINE * (self.load_lines + self.store_requests)
 
     @property
     def asked_bytes(self) -> float:
@@ -131,34 +137,61 @@ def traffic(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence
         if acc is None:
             return None
         n = len(pid)
-        (ls, lb, ll), (ss, sb, sl) = _count(acc[0], n), _count(acc[1], n)
+        (ls, lb, ll, _), (ss, sb, sl, sr) = _count(acc[0], n), _count(acc[1], n)
     except (_Unknown, ValueError, TypeError, IndexError, KeyError):
         return None                  # an access not evaluated, or shapes this reading of the TTGIR got wrong
-    return SectorTraffic(ls, ss, lb, sb, n, ll, sl)
+    return SectorTraffic(ls, ss, lb, sb, n, ll, sl, sr)
 
 
-def _count(accesses: list[tuple[_P, np.ndarray | None, int]], n: int) -> tuple[float, float, float]:
-    """(mean distinct sectors, mean distinct bytes asked, mean distinct lines) per sampled CTA over
-    `accesses` ((pointer, mask or None, element bytes))."""
+def _count(accesses: list, n: int) -> tuple[float, float, float, float]:
+    """(distinct sectors, distinct bytes asked, distinct lines, requests) per sampled CTA, the mean, over
+    `accesses` ((pointer, mask or None, element bytes, instruction ids or None)); requests: each access's
+    warp instructions' distinct lines, summed (its distinct lines without instruction ids)."""
     if not accesses:
-        return 0.0, 0.0, 0.0
-    roots = {r: i for i, r in enumerate(dict.fromkeys(p.root for p, _, _ in accesses))}
-    sectors, asked, lines = 0, 0, 0
+        return 0.0, 0.0, 0.0, 0.0
+    roots = {r: i for i, r in enumerate(dict.fromkeys(a[0].root for a in accesses))}
+    sectors, asked, lines, requests = 0, 0, 0, 0
     for c in range(n):
         keys_s, keys_b = [], []
-        for p, mask, eb in accesses:
+        for p, mask, eb, groups in accesses:
             off = p.off[c if p.off.shape[0] > 1 else 0].ravel()
+            grp = groups.ravel() if groups is not None else np.zeros(off.size, np.int64)
             if mask is not None:
                 m = np.broadcast_to(mask[c if mask.shape[0] > 1 else 0], p.off.shape[1:]).ravel() != 0
-                off = off[m]
+                off, grp = off[m], grp[m]
             base = np.int64(roots[p.root]) << np.int64(48)
             keys_s.append(base + off // SECTOR)
             keys_b.append(np.repeat(base + off, eb) + np.tile(np.arange(eb, dtype=np.int64), off.size))
+            requests += np.unique(np.stack([grp, off // LINE]), axis=1).shape[1] if off.size else 0
         uniq = np.unique(np.concatenate(keys_s))
         sectors += uniq.size
         lines += np.unique(uniq // (LINE // SECTOR)).size
         asked += np.unique(np.concatenate(keys_b)).size
-    return sectors / n, asked / n, lines / n
+    return sectors / n, asked / n, lines / n, requests / n
+
+
+def instruction_ids(shape: Sequence[int], layout: tuple, elem: int) -> np.ndarray | None:
+    """Per element of a tensor in a #ttg.blocked layout (sizePerThread, threadsPerWarp, warpsPerCTA,
+    order), an id shared by exactly the elements one warp instruction moves: the same warp, the same
+    register slot (a thread's run along order[0] split into 16-byte vectors). None when the layout's
+    rank is not the tensor's."""
+    spt, tpw, wpc, order = layout
+    if not (len(spt) == len(tpw) == len(wpc) == len(order) == len(shape)) or not shape:
+        return None
+    idx = np.indices(tuple(shape), dtype=np.int64)
+    warp, reg, w_mult, r_mult = np.zeros(tuple(shape), np.int64), np.zeros(tuple(shape), np.int64), 1, 1
+    for k in order:                                    # warps numbered order[0] fastest
+        tile = spt[k] * tpw[k] * wpc[k]
+        warp += ((idx[k] % tile) // (spt[k] * tpw[k]) % wpc[k]) * w_mult
+        w_mult *= wpc[k]
+    for k in range(len(shape)):                        # a thread's registers: repetition x slot
+        tile = spt[k] * tpw[k] * wpc[k]
+        slot = idx[k] % spt[k]
+        if k == order[0]:
+            slot //= max(1, 16 // max(1, elem))
+        reg += ((idx[k] // tile) * spt[k] + slot) * r_mult
+        r_mult *= (-(-shape[k] // tile)) * spt[k]
+    return warp * r_mult + reg
 
 
 def _shape(rest: str) -> tuple[int, ...]:
@@ -213,8 +246,12 @@ def _walk(ttgir: str, int_args: Mapping[str, int], float_args: Mapping[str, floa
     stores: list = []
     fors, depth, depth_main, in_func = -1, 0, None, False
     inner: list[int] = []                           # depths of loops opened inside the main loop
+    layouts: dict[str, tuple] = {}
     for ln in ttgir.splitlines():
         if not in_func:
+            b = _BLOCKED.match(ln)
+            if b:
+                layouts[b.group(1)] = tuple(tuple(int(v) for v in b.group(i).split(",")) for i in range(2, 6))
             if "tt.func public" in ln:
                 in_func, depth = True, 1
                 for name, pty, _ in _ARG.findall(ln):
@@ -243,7 +280,7 @@ def _walk(ttgir: str, int_args: Mapping[str, int], float_args: Mapping[str, floa
         elif depth_main is not None and (op in _GLOBAL_LOADS or op == "tt.store" or op in _OPAQUE_ACCESS):
             if inner or op in _OPAQUE_ACCESS:
                 raise _Unknown(op)
-            access = _access(op, rest, env)
+            access = _access(op, rest, env, layouts if op == "tt.store" else {})
             (stores if op == "tt.store" else loads).append(access)
         if res is not None and op not in ("scf.for",):
             try:
@@ -265,8 +302,9 @@ def _walk(ttgir: str, int_args: Mapping[str, int], float_args: Mapping[str, floa
     return None
 
 
-def _access(op: str, rest: str, env: Mapping[str, Any]) -> tuple[_P, np.ndarray | None, int]:
-    """(pointer, mask or None, element bytes) of a global load / store; _Unknown when its pointer is."""
+def _access(op: str, rest: str, env: Mapping[str, Any], layouts: Mapping[str, tuple]) -> tuple:
+    """(pointer, mask or None, element bytes, instruction ids or None: from `layouts`, the #blocked
+    layouts by name) of a global load / store; _Unknown when its pointer is not known."""
     ops = _operands(rest)
     ptr = env.get(ops[0]) if ops else None
     t = _RESULT_PTR.search(rest.split(":", 1)[1] if ":" in rest else "")
@@ -283,7 +321,10 @@ def _access(op: str, rest: str, env: Mapping[str, Any]) -> tuple[_P, np.ndarray 
     if mask_name is not None:
         mv = env.get(mask_name)
         mask = None if mv is None or isinstance(mv, _P) else np.asarray(mv)
-    return ptr, mask, elem_bytes(t.group(1))
+    lay = _PTR_LAYOUT.search(rest)
+    groups = instruction_ids(ptr.off.shape[1:], layouts[lay.group(1)], elem_bytes(t.group(1))) \
+        if lay and lay.group(1) in layouts and ptr.off.ndim > 1 else None
+    return ptr, mask, elem_bytes(t.group(1)), groups
 
 
 def _evaluate(op: str, rest: str, env: Mapping[str, Any], ids: Mapping[str, np.ndarray],

@@ -16,7 +16,7 @@ import triton.language as tl  # noqa: E402
 
 from occmodel.compile import compile_kernel  # noqa: E402
 from occmodel.pipeline import analyze  # noqa: E402
-from occmodel.sectors import SECTOR, traffic  # noqa: E402
+from occmodel.sectors import SECTOR, instruction_ids, traffic  # noqa: E402
 
 
 @triton.jit
@@ -76,6 +76,17 @@ def test_masked_lanes_move_nothing():
     assert tr.load_bytes == 32 * 40 * 2
 
 
+def test_instruction_ids_group_what_one_warp_instruction_moves():
+    # [4, 64] fp16, 2 x 8 elements a thread along dim 1 (16 B: one vector), 4 x 8 lanes, 1 warp
+    ids = instruction_ids((4, 64), ((1, 8), (4, 8), (1, 1), (1, 0)), 2)
+    assert len(set(ids.ravel())) == 1                   # one instruction covers the whole tile
+    # the same tile with 8 elements of 4 bytes: 32 B a thread -> two 16-byte vectors
+    assert len(set(instruction_ids((4, 64), ((1, 8), (4, 8), (1, 1), (1, 0)), 4).ravel())) == 2
+    # [256, 8], 32 lanes down dim 0, 8 warps: each warp's 8 channels are 8 instructions
+    ids = instruction_ids((256, 8), ((1, 1), (32, 1), (8, 1), (0, 1)), 2)
+    assert len(set(ids.ravel())) == 64 and len(set(ids[:32, 0])) == 1 and ids[0, 0] != ids[32, 0]
+
+
 def test_a_gather_through_loaded_indices_is_not_counted():
     sig = {"X": "*fp16", "IDX": "*i32", "Y": "*fp16", "N": "i32"}
     assert _traffic(row_gather, sig, {"BLOCK_N": 256}, {"N": 4096}, (1024,)) is None
@@ -102,5 +113,10 @@ def test_bilinear_nchw_gathers_waste_sectors_and_nhwc_does_not():
                   kernel.launch_grid(c, mod.POINTS[1]), kernel.float_args(c, mod.POINTS[1]))
           for ev, c in zip(evs, (wide, narrow))]
     assert tr[0].efficiency < 0.15 and tr[1].efficiency > 0.85
+    # the stores' L2 requests, each warp instruction's lines, against Nsight Compute's
+    # lts__t_requests_srcunit_tex_op_write per CTA-iteration (H100, reports/GPU_NOTES.md 31): 130 and 86.2
+    assert tr[0].store_requests == pytest.approx(77_467_598 / (18625 * 16 * 2), rel=0.03)
+    assert tr[1].store_requests == pytest.approx(6_437_931 / (146 * 16 * 32), rel=0.03)
+    assert tr[1].store_requests > 2 * tr[1].store_lines      # 8 warps write parts of the same lines
     # what rank's term (c) charges per iteration: the request-weighted sectors
     assert l2_request_bytes(kernel, wide, mod.POINTS[1], evs[0], evs[0].pipeline) == tr[0].request_bytes
