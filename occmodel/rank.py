@@ -5,10 +5,11 @@ CTAs/SM, in a full wave; fewer in the tail). Per loop iteration one CTA needs:
 
     d  DRAM bytes       bytes_moved / (grid x n)          (the card's unavoidable traffic), plus what
                                                            a later pass's re-read misses in L2 (below)
-    t  L2 -> SM bytes   the tile its loop loads            (TTGIR slot bytes when compiled), or when more,
-                                                           its loads' and stores' L2 requests, 128 B
-                                                           a line they touch (occmodel.sectors: a
-                                                           gather across channel planes uses 2 B of each)
+    t  L2 -> SM bytes   the tile its loop loads            (TTGIR slot bytes when compiled), plus the
+                                                           bytes its plain loads' and stores' L2
+                                                           requests carry unasked: each is a whole
+                                                           128-byte line (occmodel.sectors: a gather
+                                                           across channel planes uses 2 B of each)
     s  shared reads     the dots' operand reads            (TTGIR warp layouts, pipeline.LoopDot;
                                                             0 without a compile: unknown), and a staged
                                                            tile's other loads, each times its bank
@@ -389,9 +390,9 @@ class Resources:
     spill_loop: float | None = None  # m: local-memory bytes a thread moves per main-loop iteration (None: unknown,
                                      # n_spills x 4 B x 2 then)
     spill_once: float = 0.0  # o: local-memory bytes a thread moves outside the main loop, once a CTA
-    request_bytes: float = 0.0  # the main loop's global loads and stores per iteration as L2 requests,
-                                # 128 B a line touched (occmodel.sectors; 0: not counted): term (c) takes
-                                # the larger of this and tile_bytes
+    waste_bytes: float = 0.0  # the L2 requests' bytes per iteration the main loop's plain loads and stores
+                              # do not ask for (whole 128-byte lines; occmodel.sectors; 0: none or not
+                              # counted): term (c) adds them to tile_bytes
 
 
 @dataclass(frozen=True)
@@ -442,6 +443,9 @@ class Estimate:
     dependent_loads: float = 0.0    # g: loads per unpipelined iteration that wait for an earlier load (term (a))
     load_rounds: float = 0.0        # r: further latency rounds per unpipelined iteration (term (a), far_rounds)
     bound_waits: float = 0.0        # w: latencies per CTA before its main loop starts (loaded trip count)
+    l2_waste_bytes: float = 0.0     # the L2 requests' bytes per iteration not asked for (whole lines of partly used
+                                    # sectors; occmodel.sectors; 0: none or not counted); t = tile_bytes + this
+    tile_bytes: float = 0.0         # the bytes the main loop's tile asks for per iteration
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -516,7 +520,7 @@ def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any
                                 strips.distinct_bytes() if strips is not None else None),
                      atomic_requests(kernel, cfg, point, ev), waits, chain, 0.0 if ahead else gathers,
                      0.0 if ahead else rounds, bound_waits=bound_waits(getattr(ev, "result", None), rep, nest[1]),
-                     spill_loop=spill, spill_once=spill_once, request_bytes=l2_request_bytes(kernel, cfg, point, ev, rep))
+                     spill_loop=spill, spill_once=spill_once, waste_bytes=l2_waste_bytes(kernel, cfg, point, ev, rep))
 
 
 # A main loop whose trip count is read from memory (bound_waits). Session 19, development (rounds 1-18, 216
@@ -588,17 +592,17 @@ def _launch_facts(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev:
     return None if dims is None or args is None else (ttgir, dims, args)
 
 
-def l2_request_bytes(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any, rep: Any) -> float:
-    """The main loop's global loads and stores per CTA per iteration as the L2 serves them: 128 bytes for
-    each distinct line they touch (occmodel.sectors.SectorTraffic.request_bytes, from the compiled TTGIR
-    and the launch's scalar arguments); 0 when not counted."""
+def l2_waste_bytes(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any, rep: Any) -> float:
+    """The bytes per CTA per iteration the main loop's plain global loads and stores make the L2 move
+    without asking for them: its requests are whole 128-byte lines (occmodel.sectors.SectorTraffic.
+    waste_bytes, from the compiled TTGIR and the launch's scalar arguments); 0 when not counted."""
     facts = _launch_facts(kernel, cfg, point, ev)
     if facts is None or rep is None:
         return 0.0
     from .sectors import traffic
     ttgir, dims, args = facts
     tr = traffic(ttgir, rep, args, dims, kernel.float_args(cfg, point))
-    return tr.request_bytes if tr is not None else 0.0
+    return tr.waste_bytes if tr is not None else 0.0
 
 
 def operand_strips(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any, rep: Any,
@@ -1003,7 +1007,7 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
         rv = res.strips.revisits(r.sms * B)
         revisit = sum(b * float(np.sum(reread_miss(st, l2_bytes))) for b, st in zip(rv.nbytes, rv.streamed))
         d += revisit / work
-    t = max(float(res.tile_bytes), res.request_bytes)
+    t = float(res.tile_bytes) + res.waste_bytes
     s = float(res.shared_reads)
     f = float(res.dot_flops) if res.dot_flops else flops / work
     common = dict(config=dict(cfg), point=point, source=res.source, blocks_per_sm=B, grid=grid, iterations=n,
@@ -1011,7 +1015,8 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
                   roofline_mem_s=nbytes / r.bw, roofline_comp_s=flops / r.peak, launch_s=launch_s,
                   passes=res.passes, reread_miss=miss, hoist=res.hoist, revisit_bytes=revisit, dram_eff=res.dram_eff,
                   issue_slots=res.issue_per_iter, chain_cycles=res.chain_cycles, dependent_loads=res.gathers,
-                  load_rounds=res.rounds, bound_waits=res.bound_waits)
+                  load_rounds=res.rounds, bound_waits=res.bound_waits, l2_waste_bytes=res.waste_bytes,
+                  tile_bytes=float(res.tile_bytes))
     if B <= 0:
         inf = math.inf
         return Estimate(fits=False, slots=0, waves=0, tail_ctas=0, latency_step_s=inf, dram_step_s=inf,

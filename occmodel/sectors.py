@@ -1,5 +1,5 @@
-"""The 32-byte L2 sectors one main-loop iteration of a CTA moves: rank's term (c), counted as the memory
-system counts it.
+"""The L2 requests and 32-byte sectors one main-loop iteration of a CTA moves: rank's term (c), counted as
+the memory system counts it.
 
 The L2 serves an SM in 32-byte sectors (CUDA C++ Programming Guide, "Device Memory Accesses": a warp's
 global access is split into the 32-byte segments it touches). A tile whose lanes read neighbouring
@@ -11,21 +11,25 @@ bilinear_resize's BLOCK_C 128 / 4-element configs ran 4-7x slower than estimated
 
 This module evaluates the compiled TTGIR of a few sample CTAs, every element of every tensor (not the
 first element as occmodel.tile_order does), down to the main loop's first iteration, and collects the
-byte addresses of each global tt.load / cp.async / tt.store in the loop body, masked-off lanes left out.
+byte addresses of each global tt.load and tt.store in the loop body, masked-off lanes left out (a
+pipelined cp.async tile is left out: a GEMM's BLOCK_K = 32 rows use half of each line, and charging the
+other half made the development set's GEMMs rank worse, session 25).
 One iteration moves, per CTA, the distinct sectors and 128-byte lines its loads touch (a line two loads
 of the iteration share is fetched once: the L1 keeps it) and, separately, those its stores write.
 
     tr = traffic(ttgir, report, {"C": 256, ...}, grid=(18625, 16), float_args={"scale_h": 0.2539})
-    tr.request_bytes       # 128 x (load lines + store lines) per CTA per iteration: what rank charges
+    tr.request_bytes       # 128 x (load lines + store requests) per CTA per iteration
+    tr.waste_bytes         # of those, the bytes not asked for: what rank adds to the tile's bytes
     tr.sector_bytes        # 32 x (load sectors + store sectors)
     tr.asked_bytes         # the distinct bytes the same accesses ask for
 
 The L2 serves requests, each one line's sectors, at about the rate of whole lines (measured with Nsight
-Compute, reports/GPU_NOTES.md 31): a line counts 128 bytes whether the CTA uses 2 of them or all. What
-the count leaves out, both measured there: requests saved by L1 hits across CTAs of one SM (the worst
-bilinear config reads from L2 half the lines counted) and the extra requests of several warps writing
-parts of one line (the best config sends 2.3x the lines counted); a coalesced tile is right either way
-up to these.
+Compute, reports/GPU_NOTES.md 31): a line counts 128 bytes whether the CTA uses 2 of them or all. Loads
+count each distinct line once (the L1 serves the second ask); stores are not merged, so each warp
+instruction's lines count (the #blocked layout says which elements one instruction moves) -- on the four
+bilinear configs profiled, within 2 % of the measured write requests. What the load count leaves out,
+measured there: L1 hits across CTAs of one SM (the worst config reads from L2 half the lines counted) and
+several warps missing on one line at once (the best config reads 2.2x the lines counted).
 
 None when the kernel has no main loop, when the walk cannot reach it, or when a global access in its body
 cannot be evaluated (its pointer comes from loaded data, a tensor descriptor, an op not modelled) or sits
@@ -67,7 +71,8 @@ _FBINARY = {"arith.addf": np.add, "arith.subf": np.subtract, "arith.mulf": np.mu
 _FUNARY = {"math.floor": np.floor, "math.ceil": np.ceil, "math.absf": np.abs, "arith.negf": np.negative}
 _IDENTITY = ("ttg.convert_layout", "arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast",
              "arith.index_castui")
-_GLOBAL_LOADS = ("tt.load", "ttg.async_copy_global_to_local")
+_GLOBAL_LOADS = ("tt.load",)                   # counted; a pipelined cp.async tile is not (module doc)
+_ASYNC = "ttg.async_copy_global_to_local"
 _OPAQUE_ACCESS = ("tt.descriptor_load", "tt.descriptor_store", "ttng.async_tma_copy_global_to_local",
                   "ttng.async_tma_copy_local_to_global", "tt.descriptor_gather", "tt.descriptor_scatter")
 
@@ -93,12 +98,19 @@ class SectorTraffic:
 
     @property
     def request_bytes(self) -> float:
-        """What term (c) charges: 128 bytes for each distinct line the loads touch (the L1 serves a line
-        twice asked) and for each store request (a warp instruction's line: stores are not merged). An
-        L2 request carries one line's sectors and costs about a whole line's time whatever it carries
+        """The L2's view: 128 bytes for each distinct line the loads touch (the L1 serves a line twice
+        asked) and for each store request (a warp instruction's line: stores are not merged). An L2
+        request carries one line's sectors and costs about a whole line's time whatever it carries
         (Nsight Compute on an H100, reports/GPU_NOTES.md 31: 81-95 G requests/s at full load, one-sector
         requests included, against the 104 G lines/s of the measured L2 bandwidth)."""
         return LINE * (self.load_lines + self.store_requests)
+
+    @property
+    def waste_bytes(self) -> float:
+        """What term (c) adds to the tile's bytes: the requests' bytes the accesses do not ask for
+        (request_bytes less asked_bytes, loads and stores each at least 0); about 0 for a coalesced tile."""
+        return (max(0.0, LINE * self.load_lines - self.load_bytes)
+                + max(0.0, LINE * self.store_requests - self.store_bytes))
 
     @property
     def asked_bytes(self) -> float:
@@ -284,7 +296,7 @@ def _walk(ttgir: str, int_args: Mapping[str, int], float_args: Mapping[str, floa
             (stores if op == "tt.store" else loads).append(access)
         if res is not None and op not in ("scf.for",):
             try:
-                v = None if op in _GLOBAL_LOADS else _evaluate(op, rest, env, ids, dims)
+                v = None if op in _GLOBAL_LOADS or op == _ASYNC else _evaluate(op, rest, env, ids, dims)
             except (ValueError, TypeError, IndexError):
                 v = None
             if v is not None:

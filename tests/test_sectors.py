@@ -57,6 +57,7 @@ def test_a_row_major_tile_uses_every_sector_byte():
     assert tr.load_bytes == 32 * 64 * 2 and tr.load_sectors == 32 * 64 * 2 / SECTOR
     assert tr.store_sectors == 0 and tr.efficiency == 1.0      # the store is after the loop
     assert tr.request_bytes == tr.sector_bytes == tr.load_bytes      # 32 whole lines
+    assert tr.waste_bytes == 0                                        # term (c) charges the tile alone
 
 
 def test_narrow_columns_of_a_row_major_matrix_waste_sectors():
@@ -67,6 +68,7 @@ def test_narrow_columns_of_a_row_major_matrix_waste_sectors():
     assert tr.efficiency == pytest.approx(4 / 32)
     # each sector is its own L2 request, which costs a whole line's time
     assert tr.request_bytes == 64 * 128 == 4 * tr.sector_bytes
+    assert tr.waste_bytes == 64 * 128 - 2 * 64 * 2                   # what term (c) adds to the tile
 
 
 def test_masked_lanes_move_nothing():
@@ -97,7 +99,7 @@ def test_bilinear_nchw_gathers_waste_sectors_and_nhwc_does_not():
     128 / 4 elements a thread / 2 warps is a 2-pixel x 128-channel tile: each channel plane gives 2 useful
     bytes of each sector. At BLOCK_C 8 / 8 / 8 warps the warp runs along 256 neighbouring pixels."""
     from occmodel.evidence import gather
-    from occmodel.rank import l2_request_bytes
+    from occmodel.rank import l2_waste_bytes
     from occmodel.source import load_source
     from occmodel.spec import load_spec
     path = str(Path(__file__).resolve().parent.parent / "examples" / "bilinear_resize.py")
@@ -118,5 +120,5 @@ def test_bilinear_nchw_gathers_waste_sectors_and_nhwc_does_not():
     assert tr[0].store_requests == pytest.approx(77_467_598 / (18625 * 16 * 2), rel=0.03)
     assert tr[1].store_requests == pytest.approx(6_437_931 / (146 * 16 * 32), rel=0.03)
     assert tr[1].store_requests > 2 * tr[1].store_lines      # 8 warps write parts of the same lines
-    # what rank's term (c) charges per iteration: the request-weighted sectors
-    assert l2_request_bytes(kernel, wide, mod.POINTS[1], evs[0], evs[0].pipeline) == tr[0].request_bytes
+    # what rank's term (c) adds to the tile's bytes per iteration: the lines' bytes not asked for
+    assert l2_waste_bytes(kernel, wide, mod.POINTS[1], evs[0], evs[0].pipeline) == tr[0].waste_bytes > 10_000

@@ -211,6 +211,14 @@ def run(args) -> Report:
                          "main-loop iteration and the rest of those rows in the next ones (a K loop over K-contiguous "
                          "data with a small BLOCK_K): term (b) gets that share of the DRAM bandwidth (the `DRAM share %` "
                          "column; found on one H200 kernel, an int8 weight at BLOCK_K=64: 1.4-1.7x slower than 128)")
+    partial = [i for i in range(len(cfgs)) if any(e.l2_waste_bytes > 0.25 * e.tile_bytes for e in est[i])]
+    if partial:
+        agg.notes.append(f"{len(partial)} config(s) pay term (c) for L2 requests, not bytes: the compiled kernel's "
+                         "addresses, evaluated for every element of sample CTAs, touch more 128-byte lines than the "
+                         "bytes they use fill (a gather across channel planes, narrow columns of a row-major "
+                         "tensor); each line a CTA-iteration loads with a plain load, and each line a warp's store "
+                         "instruction writes, is a whole line's L2 time: the unused part is added to the tile's "
+                         "bytes (measured on an H100: one-sector requests go at about the rate of whole lines)")
     atomic = [i for i in range(len(cfgs)) if any(e.atomic_s for e in est[i])]
     if atomic:
         agg.notes.append(f"{len(atomic)} config(s) send global atomics that many CTAs aim at the same lines (the "
