@@ -322,10 +322,7 @@ def _access(op: str, rest: str, env: Mapping[str, Any], layouts: Mapping[str, tu
     t = _RESULT_PTR.search(rest.split(":", 1)[1] if ":" in rest else "")
     if not isinstance(ptr, _P) or t is None or not elem_bytes(t.group(1)):
         raise _Unknown(op)
-    if op == "ttg.async_copy_global_to_local":
-        mm = re.search(r"\bmask\s+(%[\w.#-]+)", rest)
-        mask_name = mm.group(1) if mm else None
-    elif op == "tt.store":
+    if op == "tt.store":
         mask_name = ops[2] if len(ops) > 2 else None
     else:
         mask_name = ops[1] if len(ops) > 1 else None

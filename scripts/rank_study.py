@@ -891,6 +891,8 @@ MEASURED = [
     ("reports/h200/rank_study_round21_w4a16_h100.json", None, None),
     # round 22, timed on an H100 in session 24 (reports/GPU_NOTES.md section 30)
     ("reports/h200/rank_study_round22_h100.json", None, None),
+    # round 23, timed on an H200 in session 25 (reports/GPU_NOTES.md section 31)
+    ("reports/h200/rank_study_round23_h200.json", None, None),
 ]
 
 
