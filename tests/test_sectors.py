@@ -94,7 +94,7 @@ def test_a_gather_through_loaded_indices_is_not_counted():
     assert _traffic(row_gather, sig, {"BLOCK_N": 256}, {"N": 4096}, (1024,)) is None
 
 
-def test_bilinear_nchw_gathers_waste_sectors_and_nhwc_does_not():
+def test_bilinear_nchw_gathers_waste_sectors_and_a_pixel_major_tile_does_not():
     """Round 22's bilinear_resize: NCHW fp16 (DeepLabV3+, 49 x 49 -> 193 x 193, a float scale) at BLOCK_C
     128 / 4 elements a thread / 2 warps is a 2-pixel x 128-channel tile: each channel plane gives 2 useful
     bytes of each sector. At BLOCK_C 8 / 8 / 8 warps the warp runs along 256 neighbouring pixels."""
