@@ -25,7 +25,9 @@ and one iteration of the c co-resident CTAs takes about the slowest of (all time
                                                    (b x h + g + r) x L + ||s / SMEM_sm, f / P_sm,
                                                    max(i x D, C) / clock||_2 (its shared reads, its
                                                    dots, its warps' own instruction stream: D cycles an
-                                                   instruction, or one warp's chain C when longer, see
+                                                   instruction -- in a loop with a dot max(1, W / 4),
+                                                   its W warps on the 4 schedulers: DOT_LOOP_ISSUE --,
+                                                   or one warp's chain C when longer, see
                                                    term (f); three phases its warps partly overlap,
                                                    combined as a 2-norm: COMPUTE_PHASE_P), b = the round trips
                                                    its register loads take (load_batches: words loaded
@@ -278,6 +280,25 @@ DEPENDENT_ISSUE_CYCLES = 3.0
 # LOCKSTEP_P's 2 for the same kind of partial overlap). The pipelined configs of the same kernels stay
 # estimated 1.1-1.4x fast (not found yet).
 COMPUTE_PHASE_P = 2.0
+# DOT_LOOP_ISSUE -- term (a)'s instruction stream when the loop holds a tl.dot: an unpipelined CTA's warps issue
+# their i slots at one a cycle on the 4 schedulers, i x max(1, W / 4) cycles (at least the chain C), not one per
+# D = 3 cycles. A dot loop's listing is mostly independent work (the MMAs and ldmatrix of many fragments, the
+# softmax's vector ops on them); a streaming loop's is each loaded value's dependent arithmetic, where D stays
+# (charging it i x max(1, W / 4) read row_sort, dropout_add_layernorm, jsd_loss, moe_align and logits_penalty
+# worse). Found on int8kv_decode_attn (round 23, held out; reports/h200/rank_study_round23_h200.json): at its
+# 256-sequence point the num_stages = 2 configs (a one-slot ring, so the next tile's copy issues after the
+# compute: unpipelined) ran as fast as their 3- and 4-stage twins (219 vs 224 us at BLOCK_N 128 / 4 warps) while
+# estimated 1.6x slower (382 vs 231 us) -- 3,440 slots x 3 cycles a CTA-iteration where the pipelined twin
+# is issue-bound at 2 CTAs x 4 warps / 4 x 3,440 cycles; the measured best ranked 36th of 54. Session 26,
+# development (rounds 1-23 less the two legacy session-2 sweeps: 249 cases, measured 1, triton 3.6.0): median / mean
+# Spearman 0.8472 / 0.7723 -> 0.8558 / 0.7776, best in top 3 118 -> 117, #1 within 3 % 125 -> 124, median
+# |est/meas - 1| 0.196 -> 0.186; 27 cases up (int8kv_decode_attn 0.74 -> 0.95 at that point, ssd_chunk_scan
+# 0.77-0.82 -> 0.85-0.90, sliding_window_attn +0.06, block_sparse_attn +0.03, w8a16_gemm +0.03-0.09), 4 down
+# (paged_decode -0.01 / -0.02; knn_topk's first point loses its best from the top 3, its second gains its #1).
+# Alternatives on the same cases: every loop with shared-memory reads (staged non-dot tiles too) 0.8567 / 115 /
+# 123 (row_sort, dropout_add_layernorm, jsd_loss, moe_align, logits_penalty down); every loop whose chain is
+# shorter than its slots 0.8485 / 117 / 124 (bias_gelu, swiglu, causal_conv1d down; the attention kernels'
+# chains are longer than their slots, so they kept D).
 # The smooth maximum's exponent (step(c) = (sum of term^p)^(1/p)). Chosen after rounds 1 and 2 on all
 # 37 (kernel, point) cases measured so far (reports/rank_study_h200.md: median Spearman 0.835 with a
 # pure max, 0.871-0.873 with p = 3-5, 0.862 at 6; the estimate's #1 within 3 % of the best in 8 of 37
@@ -885,6 +906,7 @@ class _Loop:
     gathers: float = 0.0   # extra latency waits per unpipelined iteration: dependent loads (term (a))
     rounds: float = 0.0    # and further load rounds, weighted by the share of new bytes (far_rounds)
     bound_waits: float = 0.0   # w: latencies per CTA waited for the main loop's loaded bounds
+    dots: bool = False     # the loop holds a tl.dot (term (a)'s instruction stream: DOT_LOOP_ISSUE)
 
 
 def in_flight(c: int, lp: _Loop) -> float:
@@ -922,7 +944,8 @@ def _steps(r: _Rates, c: int, lp: _Loop, lat: float | None = None) -> dict[str, 
         issue = max(lp.issue * warps / 4, lp.chain) / r.clock if warps and lp.issue else 0.0
     else:
         issue = lp.issue * max(warps / 4, DEPENDENT_ISSUE_CYCLES) / r.clock if warps and lp.issue else 0.0
-    serial = max(lp.issue * DEPENDENT_ISSUE_CYCLES, lp.chain) / r.clock if lp.warps else 0.0
+    cyc = max(1.0, lp.warps / 4) if lp.dots else DEPENDENT_ISSUE_CYCLES     # cycles an instruction (DOT_LOOP_ISSUE)
+    serial = max(lp.issue * cyc, lp.chain) / r.clock if lp.warps else 0.0
     own = _norm([lp.s / (r.smem / per), chain, serial], COMPUTE_PHASE_P)     # an unpipelined CTA's compute phase
     return {"latency": L / lp.k if lp.k >= 1 else (lp.batches * lp.hoist + lp.gathers + lp.rounds) * L + own,
             "dram": c * lp.d / (r.bw / per) / lp.dram_eff,
@@ -1025,7 +1048,8 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
                         latency_s=inf, step_s=inf, waves_s=inf, tail_s=inf,
                         secondary_s=0.0, spill_s=0.0, total_s=inf, bound="does not fit", **common)
     lp = _Loop(d, t, s, f, k, max(1, res.unroll), res.threads // 32, res.batches, res.hoist, res.issue_per_iter,
-               res.exchange_cycles, res.dram_eff, res.mma_waits, res.chain_cycles, res.gathers, res.rounds, res.bound_waits)
+               res.exchange_cycles, res.dram_eff, res.mma_waits, res.chain_cycles, res.gathers, res.rounds, res.bound_waits,
+               bool(res.dot_flops))
     main = _kernel(r, grid, B, n, lp) if ragged is None else _ragged(r, ragged, B, lp)
     second = sum(_kernel(r, x.grid, x.blocks_per_sm, x.iterations,
                          _Loop(float(x.dram_bytes), float(x.tile_bytes), 0.0, 0.0, min(x.ahead, x.iterations)),

@@ -191,6 +191,25 @@ def test_unpipelined_compute_phase_is_a_2_norm_of_its_three_streams():
     assert R._steps(r, 2, piped)["latency"] == pytest.approx(350e-9)
 
 
+def test_a_dot_loops_compute_phase_issues_an_instruction_a_cycle():
+    """Term (a), unpipelined, a loop with a tl.dot (DOT_LOOP_ISSUE): the CTA's W warps issue their i slots at
+    one a cycle on the 4 schedulers -- i x max(1, W / 4) cycles, at least the chain -- not i x D."""
+    r = R.rates(_cal(), peak_flops=1e15)
+    # 4 warps, 1,000 slots each, chain 800 cycles: one warp a scheduler, 1,000 cycles = 500 ns at 2 GHz
+    dot = R._Loop(d=1024, t=1024, s=0, f=0, k=0, warps=4, issue=1000.0, chain=800.0, dots=True)
+    assert R._steps(r, 2, dot)["latency"] == pytest.approx(700e-9 + 500e-9)
+    # the same stream without a dot: 3 cycles an instruction, 3,000 cycles = 1,500 ns
+    plain = R._Loop(d=1024, t=1024, s=0, f=0, k=0, warps=4, issue=1000.0, chain=800.0)
+    assert R._steps(r, 2, plain)["latency"] == pytest.approx(700e-9 + 1500e-9)
+    # 8 warps: two a scheduler, 2,000 cycles = 1,000 ns; a chain longer than that binds (2,400 cycles)
+    eight = R._Loop(d=1024, t=1024, s=0, f=0, k=0, warps=8, issue=1000.0, chain=800.0, dots=True)
+    assert R._steps(r, 1, eight)["latency"] == pytest.approx(700e-9 + 1000e-9)
+    long = R._Loop(d=1024, t=1024, s=0, f=0, k=0, warps=4, issue=1000.0, chain=2400.0, dots=True)
+    assert R._steps(r, 1, long)["latency"] == pytest.approx(700e-9 + 1200e-9)
+    # the issue term (f) is the same with or without the dot: all c x W warps share the schedulers
+    assert R._steps(r, 2, dot)["issue"] == R._steps(r, 2, plain)["issue"] == pytest.approx(1000e-9)
+
+
 def test_a_dependent_load_waits_a_latency_of_its_own():
     """Term (a), unpipelined: a gather's row load waits for its index load, g = 1 more latency a step."""
     r = R.rates(_cal(), peak_flops=1e15)
