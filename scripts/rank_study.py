@@ -904,6 +904,7 @@ MEASURED = [
     ("reports/h200/rank_study_round22_h100.json", None, None),
     # round 23, timed on an H200 in session 25 (reports/GPU_NOTES.md section 31)
     ("reports/h200/rank_study_round23_h200.json", None, None),
+    ("reports/h200/rank_study_round24_h100.json", None, None),
 ]
 
 
@@ -955,7 +956,7 @@ def cmd_development(args) -> int:
         kernels = [evaluate_kernel(e, spec, cals, log) for e, spec, cals in jobs]
     out = {"title": f"the current model on every development case ({len(kernels)} kernels)",
            "command": "python3 scripts/rank_study.py " + " ".join(sys.argv[1:]),
-           "assumptions": (f"Times: each file's run -- the H200's, rounds 21 and 22 an H100's (files named _h100; "
+           "assumptions": (f"Times: each file's run -- the H200's, rounds 21, 22 and 24 an H100's (files named _h100; "
                            f"reports/GPU_NOTES.md) --, the median of its CUDA-graph samples "
                            f"per config, L2 flushed; constants: calibration {args.calibration!r} of that file's own "
                            f"machine start. Estimates: occmodel.rank on compiles for sm_90 with triton "
