@@ -904,6 +904,7 @@ MEASURED = [
     ("reports/h200/rank_study_round22_h100.json", None, None),
     # round 23, timed on an H200 in session 25 (reports/GPU_NOTES.md section 31)
     ("reports/h200/rank_study_round23_h200.json", None, None),
+    # round 24, timed on an H100 in session 26 (an H200 was asked for; reports/GPU_NOTES.md section 32)
     ("reports/h200/rank_study_round24_h100.json", None, None),
 ]
 
