@@ -489,6 +489,34 @@ def test_a_constexpr_derived_from_a_tunable_follows_each_config(tmp_path):
     assert loops(small) and not loops(k.resolve())
 
 
+def test_rank_compiles_each_config_with_its_own_derived_constexpr_at_each_point(env, tmp_path):
+    """`occmodel rank` at several points: ONE_TILE (the launcher's N <= BLOCK) is read again for each config
+    at each point -- BLOCK=256 at N=512 runs the chunk loop, BLOCK=1024 one tile -- not the baseline's value
+    at that point for every config (which compiled BLOCK=256 as one tile, a kernel the GPU never runs)."""
+    path = tmp_path / "add_one_hooks.py"
+    path.write_text(ONE_TILE_KERNEL.replace('POINTS = [{"N": 512}]', 'POINTS = [{"N": 512}, {"N": 2048}]') + """
+
+def grid(cfg, point):
+    return (1,)
+
+
+def loop_iterations(cfg, point):
+    return 1 if point["N"] <= cfg["BLOCK"] else -(-point["N"] // cfg["BLOCK"])
+
+
+def bytes_moved(point):
+    return 8 * point["N"]
+
+
+def flops(point):
+    return point["N"]
+""")
+    r = doc(env, "rank", "--kernel", f"{path}:add_one", "--launcher", path, "--spec", "sm_90", "-D", "BLOCK=256,1024",
+            "--compiled")
+    got = {(e["config"]["BLOCK"], e["point"]["N"]): e["config"]["ONE_TILE"] for row in r["estimates"] for e in row}
+    assert got == {(256, 512): False, (1024, 512): True, (256, 2048): False, (1024, 2048): False}
+
+
 ROWS_KERNEL = '''
 import triton
 import triton.language as tl

@@ -81,8 +81,10 @@ def _estimates(card, spec, cal, cfgs, points, args) -> tuple[list[list], bool, i
     at: list[tuple] = []
     for pt in points:
         kp = card.at_point(pt)
+        # a constexpr the launcher derives (from a tunable, the point or both) is read again for each config
+        # at this point: the point's example arguments for this config, not the baseline's value there
         cfgs_p = cfgs if kp is card else [
-            {**cfg, **{n: kp.param(n).default for n in kp.from_example if n not in explicit}} for cfg in cfgs]
+            kp.resolve({k: v for k, v in cfg.items() if k not in kp.from_example or k in explicit}) for cfg in cfgs]
         key = json.dumps([[kp.signature(c), kp.constexprs(c)] for c in cfgs_p], sort_keys=True, default=str) \
             if kp is not card else ""
         if key not in groups:
