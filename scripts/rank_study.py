@@ -917,6 +917,8 @@ MEASURED = [
     ("reports/h200/rank_study_round23_h200.json", None, None),
     # round 24, timed on an H100 in session 26 (an H200 was asked for; reports/GPU_NOTES.md section 32)
     ("reports/h200/rank_study_round24_h100.json", None, None),
+    # round 25, timed on an H200 in session 27 (reports/GPU_NOTES.md section 33)
+    ("reports/h200/rank_study_round25_h200.json", None, None),
 ]
 
 
