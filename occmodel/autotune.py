@@ -344,8 +344,8 @@ class Pruner:
             if self.point is not None:
                 point = self.point(dict(values)) if callable(self.point) else self.point
                 point = dict(point)
-            elif names and all(n in values for n in names):
-                point = {n: _plain(values[n]) for n in names}
+            elif names and all(n in values for n in names if n not in getattr(kernel, "optional_workload", ())):
+                point = {n: _plain(values[n]) for n in names if n in values}
             else:
                 given = ", ".join(names) if names else "none declared"
                 return None, (f"no workload point: pass point={{...}} or point=lambda args: {{...}} (the kernel's "

@@ -66,6 +66,7 @@ class BareKernel(KernelCard):
     from_example: tuple[str, ...] = ()               # constexprs whose value came from the example arguments
     example_error: str | None = None                 # why the example arguments gave no constexpr values
     launcher_knobs: tuple[str, ...] = ()             # tunables of the launcher that are not constexprs of the kernel
+    optional_workload: tuple[str, ...] = ()          # workload keys some of the launcher's POINTS leave out
     args_fn: Callable[..., Any] | None = None        # from `args`
     heuristics: tuple = ()                           # (name, fn(args)) of the @triton.heuristics wrapping the kernel
     wrapped: Any = None                              # what the user gave (autotune / heuristics wrappers included)
@@ -77,6 +78,16 @@ class BareKernel(KernelCard):
         return "bare kernel"
 
     # ----------------------------------------------------------- config
+    def resolve_point(self, point: Mapping[str, Any]) -> dict[str, Any]:
+        """As a card resolves a point, but a workload key that some of the launcher's POINTS leave out
+        (an optional one: a row pitch, a share of empty rows) stays out unless `point` gives it: the
+        launcher's own default applies, never another point's value."""
+        out = super().resolve_point(point)
+        for k in self.optional_workload:
+            if k not in point:
+                out.pop(k, None)
+        return out
+
     def check(self, cfg: Config) -> None:
         missing = [p.name for p in self.params if cfg.get(p.name) is None and not _none_default(self.fn, p.name)]
         if missing:
@@ -516,11 +527,14 @@ def bare_kernel(fn, *, signature: str | Mapping[str, str] | None = None, args: C
     example_error = None
     if missing and source is not None and signature is None:
         params, example_error = _defaults_from_example(jf, params, source, launcher, points, heuristics)
-    workload = ()
+    workload, optional = (), ()
     if points:
         keys = list(dict.fromkeys(k for p in points for k in p))
-        # any value a point holds (an int, a dtype string, a bool flag), from the command line as constexpr_value reads it
-        workload = tuple(BareParam(k, points[0].get(k), "workload parameter (from the launcher's POINTS)",
+        optional = tuple(k for k in keys if any(k not in p for p in points))
+        # any value a point holds (an int, a dtype string, a bool flag), from the command line as constexpr_value
+        # reads it; an optional key (left out of some point) has no default: the launcher's own applies there
+        workload = tuple(BareParam(k, None if k in optional else points[0].get(k),
+                                   "workload parameter (from the launcher's POINTS" + (", optional)" if k in optional else ")"),
                                    minimum=-2**63, maximum=2**63 - 1, tunable=False) for k in keys)
     baseline = {"num_warps": 4, "num_stages": 3}
     if launcher is not None and launcher.baseline:
@@ -537,5 +551,6 @@ def bare_kernel(fn, *, signature: str | Mapping[str, str] | None = None, args: C
     kernel.from_example = tuple(p.name for p in params if p.doc.endswith("(value from the example arguments)"))
     kernel.example_error = example_error
     kernel.launcher_knobs = tuple(knobs)
+    kernel.optional_workload = optional
     kernel.specialization = kernel.specialization_source()
     return kernel

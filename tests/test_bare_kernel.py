@@ -606,3 +606,41 @@ def test_a_kernel_under_heuristics_over_autotune_is_found():
 
     defaulted = bare_kernel(scale_default, launcher=Launcher(example_args=example_args, points=({"N": 4096},)))
     assert defaulted.resolve({})["EVEN"] is True and defaulted.resolve({"BLOCK": 1000})["EVEN"] is False
+
+
+def test_rank_leaves_a_points_optional_workload_key_to_the_launcher(env, tmp_path):
+    """A workload key that only some of the launcher's POINTS give (a row pitch: the first point reads x
+    as a slice of a wider buffer, the others contiguous) stays out of the points that omit it: the
+    launcher's own default (pitch = N) applies there, not the first point's pitch -- which, at a wider N,
+    is no valid pitch at all and made `occmodel rank` fail."""
+    path = tmp_path / "add_one_pitch.py"
+    path.write_text(ONE_TILE_KERNEL.replace('POINTS = [{"N": 512}]', 'POINTS = [{"N": 512, "pitch": 640}, {"N": 2048}]')
+                    .replace('"X": torch.empty(point["N"], device="meta")',
+                             '"X": torch.empty(_pitch(point), device="meta")') + """
+
+def _pitch(point):
+    pitch = point.get("pitch", point["N"])
+    if pitch < point["N"]:
+        raise ValueError(f"pitch={pitch} must be at least N={point['N']}")
+    return pitch
+
+
+def grid(cfg, point):
+    return (1,)
+
+
+def loop_iterations(cfg, point):
+    return 1 if point["N"] <= cfg["BLOCK"] else -(-point["N"] // cfg["BLOCK"])
+
+
+def bytes_moved(point):
+    return 8 * point["N"]
+
+
+def flops(point):
+    return point["N"]
+""")
+    r = doc(env, "rank", "--kernel", f"{path}:add_one", "--launcher", path, "--spec", "sm_90", "-D", "BLOCK=256,1024",
+            "--compiled")
+    assert [dict(p) for p in r["points"]] == [{"N": 512, "pitch": 640}, {"N": 2048}]
+    assert {e["point"].get("pitch") for row in r["estimates"] for e in row} == {640, None}

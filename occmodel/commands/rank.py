@@ -99,7 +99,7 @@ def _estimates(card, spec, cal, cfgs, points, args) -> tuple[list[list], bool, i
 
 
 def _label(pt: dict, varying: list[str]) -> str:
-    return ",".join(f"{k}={pt[k]}" for k in varying) or ",".join(f"{k}={v}" for k, v in pt.items())
+    return ",".join(f"{k}={pt[k]}" for k in varying if k in pt) or ",".join(f"{k}={v}" for k, v in pt.items())
 
 
 def _us(s: float) -> float | None:
@@ -124,7 +124,8 @@ def run(args) -> Report:
     _configs.drop_configs(args, skipped)
     cal = C.resolve(spec, args.calibration, args.product)
     est, compiled, respecialized = _estimates(card, spec, cal, cfgs, points, args)
-    varying = [k for k in points[0] if len({p[k] for p in points}) > 1]
+    keys = list(dict.fromkeys(k for p in points for k in p))      # a launcher's optional key is in some points only
+    varying = [k for k in keys if len({repr(p.get(k)) for p in points}) > 1]
     labels = [_label(p, varying) for p in points]
     score = R.aggregate_rank([[e.total_s for e in row] for row in est])
     order = sorted(range(len(cfgs)), key=lambda i: score[i])
