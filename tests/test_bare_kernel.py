@@ -644,3 +644,36 @@ def flops(point):
             "--compiled")
     assert [dict(p) for p in r["points"]] == [{"N": 512, "pitch": 640}, {"N": 2048}]
     assert {e["point"].get("pitch") for row in r["estimates"] for e in row} == {640, None}
+
+
+def test_rank_names_a_config_that_fails_to_compile(env, tmp_path):
+    """BLOCK=300 (tl.arange needs a power of two) fails to compile: ranked last with its bound "compile
+    error" and the compiler's first line in a note -- not "does not fit", which means it compiled and ran
+    out of shared memory or registers; when no config compiles, one line and exit status 2."""
+    path = tmp_path / "add_one_bad_block.py"
+    path.write_text(ONE_TILE_KERNEL + """
+
+def grid(cfg, point):
+    return (1,)
+
+
+def loop_iterations(cfg, point):
+    return 1
+
+
+def bytes_moved(point):
+    return 8 * point["N"]
+
+
+def flops(point):
+    return point["N"]
+""")
+    r = doc(env, "rank", "--kernel", f"{path}:add_one", "--launcher", path, "--spec", "sm_90", "-D", "BLOCK=300,1024",
+            "--warps", "4", "--stages", "1", "--compiled")
+    bounds = {e["config"]["BLOCK"]: e["bound"] for row in r["estimates"] for e in row}
+    assert bounds[300] == "compile error" and bounds[1024] != "compile error"
+    notes = r["sections"][0]["notes"]
+    assert any("failed to compile" in n and "BLOCK=300" in n and "power of 2" in n for n in notes), notes
+    proc = occ(env, "rank", "--kernel", f"{path}:add_one", "--launcher", path, "--spec", "sm_90", "-D", "BLOCK=300",
+               "--warps", "4", "--stages", "1", rc=2)
+    assert proc.stderr.count("\n") == 1 and "no config compiled" in proc.stderr and "BLOCK=300" in proc.stderr

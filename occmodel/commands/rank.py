@@ -12,7 +12,9 @@ from types import SimpleNamespace
 from .. import calibrate as C
 from .. import rank as R
 from .. import evidence as E
-from ..errors import ConfigError
+import dataclasses
+
+from ..errors import ConfigError, KernelError
 from ..report import Report, Section
 from ..spec import load_spec
 from . import _configs
@@ -71,8 +73,9 @@ def _split(card, args) -> tuple[list[dict], SimpleNamespace]:
     return points, SimpleNamespace(**{**vars(args), "defines": card_defines})
 
 
-def _estimates(card, spec, cal, cfgs, points, args) -> tuple[list[list], bool, int]:
-    """(estimates[i][j], compiled?, how many points needed their own compile). A bare kernel whose
+def _estimates(card, spec, cal, cfgs, points, args) -> tuple[list[list], bool, int, list[str]]:
+    """(estimates[i][j], compiled?, how many points needed their own compile, one line per config that
+    failed to compile at a point: its bound reads "compile error", not "does not fit"). A bare kernel whose
     launch types come from its launcher is compiled as launched at each point (the point's dtype or
     shapes can change the signature and the constexprs taken from the example arguments); points
     that specialize alike share one set of compiles."""
@@ -91,11 +94,19 @@ def _estimates(card, spec, cal, cfgs, points, args) -> tuple[list[list], bool, i
             groups[key] = (kp, cfgs_p, E.gather(kp, spec, cfgs_p, compile=True if args.compiled else None))
         at.append(groups[key])
     est = [[None] * len(points) for _ in cfgs]
+    failed = []
     for j, (kp, cfgs_p, evs) in enumerate(at):
         col = R.estimate_many(kp, spec, cal, cfgs_p, [points[j]], evs, args.product)
         for i in range(len(cfgs)):
             est[i][j] = col[i][0]
-    return est, at[0][2][0].source == E.COMPILED, len(groups)
+            if evs[i].status == "compile_error":
+                est[i][j] = dataclasses.replace(est[i][j], bound="compile error")
+                failed.append(f"{_given(cfgs[i])} at {_label(points[j], list(points[j]))}: {evs[i].message}")
+    return est, at[0][2][0].source == E.COMPILED, len(groups), failed
+
+
+def _given(cfg: dict) -> str:
+    return ",".join(f"{k}={v}" for k, v in cfg.items())
 
 
 def _label(pt: dict, varying: list[str]) -> str:
@@ -123,7 +134,9 @@ def run(args) -> Report:
         raise ConfigError(f"no valid config in the sweep; first problem: {skipped[0][1]}" if skipped else "empty sweep")
     _configs.drop_configs(args, skipped)
     cal = C.resolve(spec, args.calibration, args.product)
-    est, compiled, respecialized = _estimates(card, spec, cal, cfgs, points, args)
+    est, compiled, respecialized, failed = _estimates(card, spec, cal, cfgs, points, args)
+    if failed and len(failed) == len(cfgs) * len(points):
+        raise KernelError(f"no config compiled; first error: {failed[0]}")
     keys = list(dict.fromkeys(k for p in points for k in p))      # a launcher's optional key is in some points only
     varying = [k for k in keys if len({repr(p.get(k)) for p in points}) > 1]
     labels = [_label(p, varying) for p in points]
@@ -144,6 +157,8 @@ def run(args) -> Report:
                   ["score: geometric mean over points of estimate / best estimate (1 = best everywhere); equal "
                    "scores share a rank (a tie: the estimate cannot order them)"]
                   + [f"skipped {a}: {e}" for a, e in skipped])
+    if failed:
+        agg.notes.append(f"{len(failed)} (config, point) pair(s) failed to compile and are ranked last; first: {failed[0]}")
     sections = [agg]
     term_cols = [("rank", "rank"), *cfg_cols, ("total_us", "est us"), ("bound", "bound"), ("grid", "grid"),
                  ("blocks_per_sm", "blocks/SM"), ("waves", "waves"), ("iterations", "iters"),
