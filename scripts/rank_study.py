@@ -931,6 +931,8 @@ MEASURED = [
     ("reports/h200/rank_study_round24_h100.json", None, None),
     # round 25, timed on an H200 in session 27 (reports/GPU_NOTES.md section 33)
     ("reports/h200/rank_study_round25_h200.json", None, None),
+    # round 26, timed on an H100 in session 28 (an H200 was asked for; reports/GPU_NOTES.md section 34)
+    ("reports/h200/rank_study_round26_h100.json", None, None),
 ]
 
 
