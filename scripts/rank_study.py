@@ -1219,10 +1219,11 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"rank_study: error: unknown kernel {unknown[0]!r}; allowed: {', '.join(SWEEPS)}", file=sys.stderr)
         return 2
+    from occmodel.errors import OccmodelError
     try:
         return args.run(args)
-    except InputError as exc:
-        print(f"rank_study: error: {exc}", file=sys.stderr)
+    except (InputError, OccmodelError) as exc:      # a bad --product or spec: one line, not a traceback
+        print(f"rank_study: error: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", file=sys.stderr)
         return 2
 
 

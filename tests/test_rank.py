@@ -459,3 +459,14 @@ def test_development_in_worker_processes_gives_the_same_report(tmp_path):
     assert a["summary"] == b["summary"] and a["kernels"] == b["kernels"]
     bad = run("--jobs", "0", "--out", str(tmp_path / "x"))
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "--jobs 0" in bad.stderr
+
+
+def test_study_names_an_unknown_product_in_one_line(tmp_path):
+    """`rank_study.py evaluate --product H100` (the spec's products are 'H100 SXM' and 'H200'): one line
+    naming the value and the known ones, exit status 2 -- not a traceback."""
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "rank_study.py"), "evaluate",
+                           str(ROOT / "reports" / "h200" / "rank_study_round26_h100.json"), "--role", "held-out-26",
+                           "--product", "H100", "--any-triton", "--out", str(tmp_path / "x")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "'H100'" in proc.stderr and "H100 SXM" in proc.stderr
