@@ -344,7 +344,7 @@ class Pruner:
             if self.point is not None:
                 point = self.point(dict(values)) if callable(self.point) else self.point
                 point = dict(point)
-            elif names and all(n in values for n in names if n not in getattr(kernel, "optional_workload", ())):
+            elif names and all(n in values for n in names if n not in kernel.optional_workload):
                 point = {n: _plain(values[n]) for n in names if n in values}
             else:
                 given = ", ".join(names) if names else "none declared"

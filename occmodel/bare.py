@@ -66,7 +66,6 @@ class BareKernel(KernelCard):
     from_example: tuple[str, ...] = ()               # constexprs whose value came from the example arguments
     example_error: str | None = None                 # why the example arguments gave no constexpr values
     launcher_knobs: tuple[str, ...] = ()             # tunables of the launcher that are not constexprs of the kernel
-    optional_workload: tuple[str, ...] = ()          # workload keys some of the launcher's POINTS leave out
     args_fn: Callable[..., Any] | None = None        # from `args`
     heuristics: tuple = ()                           # (name, fn(args)) of the @triton.heuristics wrapping the kernel
     wrapped: Any = None                              # what the user gave (autotune / heuristics wrappers included)
@@ -78,16 +77,6 @@ class BareKernel(KernelCard):
         return "bare kernel"
 
     # ----------------------------------------------------------- config
-    def resolve_point(self, point: Mapping[str, Any]) -> dict[str, Any]:
-        """As a card resolves a point, but a workload key that some of the launcher's POINTS leave out
-        (an optional one: a row pitch, a share of empty rows) stays out unless `point` gives it: the
-        launcher's own default applies, never another point's value."""
-        out = super().resolve_point(point)
-        for k in self.optional_workload:
-            if k not in point:
-                out.pop(k, None)
-        return out
-
     def check(self, cfg: Config) -> None:
         missing = [p.name for p in self.params if cfg.get(p.name) is None and not _none_default(self.fn, p.name)]
         if missing:

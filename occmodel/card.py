@@ -141,6 +141,7 @@ class KernelCard:
     workload_params: tuple[Param, ...] = field(default_factory=tuple)
     default_points: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
     throughput_unit: str = "launches/s"
+    optional_workload: tuple[str, ...] = ()   # workload keys some default points leave out (no default of their own)
 
     @property
     def kind(self) -> str:
@@ -173,8 +174,10 @@ class KernelCard:
         """Cross-parameter rules (override to add; raise ConfigError)."""
 
     def resolve_point(self, point: Mapping[str, Any]) -> dict[str, Any]:
-        """A workload point with defaults filled and values checked."""
-        out = {p.name: p.default for p in self.workload_params}
+        """A workload point with defaults filled and values checked; an optional key (optional_workload:
+        a row pitch only some points give) stays out unless `point` gives it -- the launcher's own
+        default applies, never another point's value."""
+        out = {p.name: p.default for p in self.workload_params if p.name not in self.optional_workload}
         names = [p.name for p in self.workload_params]
         for key, value in point.items():
             if key not in names:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from . import SUMMARY
 
 import argparse
+import dataclasses
 import json
 import math
 from types import SimpleNamespace
@@ -12,8 +13,6 @@ from types import SimpleNamespace
 from .. import calibrate as C
 from .. import rank as R
 from .. import evidence as E
-import dataclasses
-
 from ..errors import ConfigError, KernelError
 from ..report import Report, Section
 from ..spec import load_spec
