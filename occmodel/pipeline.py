@@ -255,6 +255,18 @@ class PipelineReport:
                             for lp in streams),
                       tuple(max(lp.exchange_elements for lp in tree) for tree in passes))
 
+    def siblings(self) -> tuple[int, ...]:
+        """Indexes of the outermost loops beside a top-level main loop that load nothing, themselves or in
+        loops nested in them, in program order: a CTA's serial compute before or after its main loop (a
+        triangular solve's substitution steps after the K loop that built its matrix), run once per CTA.
+        Loops that load are passes (passes()); () when the main loop sits in a loop."""
+        m = self.main
+        if m is None or m.parent >= 0:
+            return ()
+        top = self._top(m)
+        return tuple(i for i, lp in enumerate(self.loops) if lp.parent < 0 and i != top
+                     and not any(t.loads for t in self.loops if self._top(t) == i))
+
     def _top(self, lp: LoopInfo) -> int:
         """Index of the outermost loop `lp` sits in (itself when it is outermost)."""
         i = next(j for j, other in enumerate(self.loops) if other is lp)    # by identity: loops can be equal

@@ -221,6 +221,11 @@ WGMMA_WAIT_CYCLES = 160
 # kernels down (median 0.866 -> 0.862, best in top 3 73 -> 71): the issue term's constants were read
 # from loop bodies alone.
 EPILOGUE_ISSUE = False
+# A compute loop beside the main loop (PipelineReport.siblings: it loads nothing), run once per CTA, costs
+# its trips' issue slots, chain and exchange, shared over the main-loop iterations like the loop around a
+# main loop's own work. Found on delta_kkt_solve (round 26): its forward substitution, BLOCK_D - 1 serial
+# steps after a 1-4-step K loop, was charged nothing; every config ran 1.8-16x slower than estimated.
+SIBLING_LOOPS = True
 # Cycles between one warp's instructions at best, on average (term (f)): dependent arithmetic waits ~4
 # cycles on sm_80..sm_120, and the SASS of a loop has some independent instructions. A scheduler needs
 # this many warps to issue every cycle. Session 6, on all 67 measured H200 cases (development;
@@ -754,16 +759,19 @@ class LoopWork(NamedTuple):
 
 
 def _sass_loop(result: Any, threads: int, rep: Any, trips: Sequence[float | None] | None = None,
-               share: tuple[float | None, float | None] = (None, None), alu_cycles: float = 1.0) -> LoopWork:
+               share: tuple[float | None, float | None] = (None, None), siblings: Sequence[float | None] | None = None,
+               alu_cycles: float = 1.0) -> LoopWork:
     """The LoopWork of the compiled main loop, its inner loops run `trips` times each (nest_trips),
-    plus, per iteration, share[0] trips of the work the loop around it does on its own and share[1]
-    of the work outside every loop (loop_nest); LoopWork(1, 0.0, 0, 0.0, 0.0) without SASS."""
+    plus, per iteration, share[0] trips of the work the loop around it does on its own, share[1]
+    of the work outside every loop and siblings[i] trips of the i-th compute loop beside it (loop_nest;
+    sibling_loops); LoopWork(1, 0.0, 0, 0.0, 0.0) without SASS."""
     from . import sass as S
     loops = S.sass_loops(getattr(result, "sass", None) or "")
     loop = S.main_loop(loops)
     if loop is None:
         return LoopWork(1, 0.0, 0, 0.0, 0.0)
     once = max(0, S.local_bytes(result.sass) - loop.local_bytes)
+    beside = sibling_loops(loops, loop, rep, siblings)
     outer = S.enclosing(loops, loop)
     inside = S.nested(loops, loop)
     loop = nest_trips(loop, inside, trips)
@@ -794,6 +802,8 @@ def _sass_loop(result: Any, threads: int, rep: Any, trips: Sequence[float | None
     body = S.outside(getattr(result, "sass", None) or "") if share[1] else None
     if body is not None:            # its exchange only: see EPILOGUE_ISSUE
         parts.append((share[1], body, rep.exchange_elements if rep is not None else 0.0, EPILOGUE_ISSUE))
+    for (lp, i), r in zip(beside, siblings or ()):
+        parts.append((r, lp, rep.loops[i].exchange_elements, True))
     for r, own, elements, issues in parts:
         issue += r * S.issue_slots(own, alu_cycles) if issues else 0.0
         chain += r * own.chain if issues else 0.0
@@ -802,6 +812,22 @@ def _sass_loop(result: Any, threads: int, rep: Any, trips: Sequence[float | None
     rounds = 0.0 if inside or walks is not None else loop.load_waits / u
     return LoopWork(u, issue, round(barriers), cycles, loop.mma_waits / u, chain, gathers, rounds,
                     loop.local_bytes / u, once)
+
+
+def sibling_loops(loops: Sequence[Any], main: Any, rep: Any, trips: Sequence[float | None] | None) -> list[tuple[Any, int]]:
+    """The SASS loops of the main loop's compute siblings, each with its source loop's index: the outermost
+    loops that neither hold the main loop nor sit in it and load nothing (no LDG, no async copy), paired in
+    order with PipelineReport.siblings when the counts agree and every sibling's trips are known; [] else
+    (ptxas unrolled a sibling fully into straight-line code, or split it into a loop and a remainder)."""
+    from . import sass as S
+    if not trips or any(t is None for t in trips) or rep is None:
+        return []
+    related = [lp for lp in loops if lp is main or S._within(main, lp) or S._within(lp, main)]
+    free = [lp for lp in loops if not any(lp is r for r in related)]
+    top = [lp for lp in free if not any(S._within(lp, o) for o in free)]
+    top = sorted((lp for lp in top if not (lp.global_loads or lp.async_copies)), key=lambda lp: lp.start)
+    index = rep.siblings()
+    return list(zip(top, index)) if len(top) == len(index) == len(trips) else []
 
 
 def _exchange_cycles(loop: Any, elements: float) -> float:
@@ -816,21 +842,26 @@ def _exchange_cycles(loop: Any, elements: float) -> float:
 
 
 def loop_nest(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any, rep: Any,
-              its: Sequence[int] | None = None) -> tuple[tuple | None, tuple[float | None, float | None]]:
+              its: Sequence[int] | None = None) -> tuple[tuple | None, tuple[float | None, float | None], tuple | None]:
     """From one walk of the compiled kernel at `point` (tile_order.loop_trips): the trips of each loop
     inside the main loop (for nest_trips; None when unknown or there is none), and per main-loop
     iteration, over the mean iterations per CTA n (`its`: cta_iterations, else loop_iterations), (trips
     of the loop around the main loop / n -- how often a per-segment loop's own work, its offsets,
     cross-warp sum and store, runs --, 1 / n: the CTA's work outside every loop, once); None where a
-    figure is unknown or the main loop sits in no loop."""
+    figure is unknown or the main loop sits in no loop; then the trips of each of the main loop's
+    compute siblings (PipelineReport.siblings) / n, None when there are none."""
     ttgir = getattr(getattr(ev, "result", None), "ttgir", None)
     main = rep.main if rep is not None else None
     if not ttgir or main is None:
-        return None, (None, None)
+        return None, (None, None), None
     facts = _launch_facts(kernel, cfg, point, ev)
     from .tile_order import inside_main, loop_trips
-    trips = (loop_trips(ttgir, rep, facts[2], facts[1]) or {}) if facts is not None else {}
-    return inside_main(rep, trips) or None, _shares(kernel, cfg, point, its, trips.get(main.parent) if main.parent >= 0 else None)
+    siblings = rep.siblings() if SIBLING_LOOPS else ()
+    trips = (loop_trips(ttgir, rep, facts[2], facts[1], through=bool(siblings)) or {}) if facts is not None else {}
+    shares = _shares(kernel, cfg, point, its, trips.get(main.parent) if main.parent >= 0 else None)
+    once = shares[1]
+    sib = tuple(trips[i] * once if once and trips.get(i) is not None else None for i in siblings) or None
+    return inside_main(rep, trips) or None, shares, sib
 
 
 def _shares(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], its: Sequence[int] | None,

@@ -281,7 +281,7 @@ def strips(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence[
 
 def _walk(ttgir: str, int_args: Mapping[str, int], pid: np.ndarray, dims: Mapping[str, int], target: int,
           outer: int = -1, trip: np.ndarray | None = None, data: Mapping[str, np.ndarray] | None = None,
-          shift: int = 0) -> tuple[list, Any, int, list] | None:
+          shift: int = 0, through: bool = False) -> tuple[list, Any, int, list] | None:
     """Evaluate the kernel for the program ids `pid` (virtual CTAs) down to the main loop (loop index
     `target`). With a tile loop (`outer`), its induction variable is lb + trip x step; without
     `trip`, the walk stops at the tile loop and returns its (lb, ub, step). Returns (main-loop loads
@@ -291,14 +291,15 @@ def _walk(ttgir: str, int_args: Mapping[str, int], pid: np.ndarray, dims: Mappin
     (pointer, bytes an iteration, advance): the bytes its kernel argument's pointers carried by the
     main loop move each iteration (its scf.yield against its iter_args), 0 when unknown or not one
     step for every program id. `shift`: the main loop's induction variable taken `shift` steps on (a
-    pointer recomputed from it each iteration then moves as it does: `_advance`)."""
+    pointer recomputed from it each iteration then moves as it does: `_advance`). `through`: go on past the
+    main loop to the kernel's end, so that the loops after it are met too (their trips only)."""
     ids = program_ids(pid, dims)
     env: dict[str, Any] = {}
     loads: list[tuple[_Ptr, int]] = []
     carried: list[tuple[str, str]] = []           # the main loop's (carried value, initial value)
     advances: dict[str, set] = {}                 # per kernel argument: its carried pointers' advances
     bounds, inner, nest = None, 0, []
-    fors, depth, depth_main, in_func = -1, 0, None, False
+    fors, depth, depth_main, in_func, after = -1, 0, None, False, False
     for ln in ttgir.splitlines():
         if not in_func:
             if "tt.func public" in ln:
@@ -332,13 +333,13 @@ def _walk(ttgir: str, int_args: Mapping[str, int], pid: np.ndarray, dims: Mappin
                 n = _trips(lb, ub, step)
                 inner = n if n is not None else 0
                 carried = _iter_args(ln)
-        elif op == "scf.yield" and depth_main is not None and depth == depth_main + 1:
+        elif op == "scf.yield" and depth_main is not None and not after and depth == depth_main + 1:
             # the main loop's next carried values: a pointer's advance an iteration, per kernel argument
             for (alias, _), nxt in zip(carried, _operands(rest)):
                 a, b = env.get(alias), env.get(nxt)
                 if isinstance(a, _Ptr) and isinstance(b, _Ptr) and a.root == b.root:
                     advances.setdefault(a.root, set()).add(_step(a, b))
-        elif op in LOAD_OPS and depth_main is not None:           # in the main loop's body
+        elif op in LOAD_OPS and depth_main is not None and not after:   # in the main loop's body
             ops = _operands(rest)
             ptr = env.get(ops[0]) if ops else None
             t = _TENSOR_PTR.search(rest)
@@ -353,8 +354,10 @@ def _walk(ttgir: str, int_args: Mapping[str, int], pid: np.ndarray, dims: Mappin
                 env.pop(res, None)
         bare = _STRINGS.sub('""', ln)
         depth += bare.count("{") - bare.count("}")
-        if depth_main is not None and depth <= depth_main:
-            break                                         # the main loop closed
+        if depth_main is not None and not after and depth <= depth_main:
+            if not through:
+                break                                     # the main loop closed
+            after = True
         if depth <= 0:
             break
     if depth_main is None:
@@ -403,16 +406,18 @@ def _main_walk_setup(ttgir: str, report: Any, grid: Sequence[int]) -> tuple[int,
     return target, main.parent, dims, np.arange(dims["x"] * dims["y"] * dims["z"], dtype=np.int64)
 
 
-def loop_trips(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence[int]) -> dict[int, float | None] | None:
+def loop_trips(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence[int],
+               through: bool = False) -> dict[int, float | None] | None:
     """The trips of every loop the walk to the main loop meets -- the loop around it, the main loop, the
-    loops inside it -- by loop index (PipelineReport.loops), at the main loop's first iteration (the loop
-    around it at its first trip), averaged over the CTAs; an entry is None when its bounds cannot be
-    evaluated. None when the walk cannot reach the main loop (see strips)."""
+    loops inside it, `through`: the loops after it too -- by loop index (PipelineReport.loops), at the
+    main loop's first iteration (the loop around it at its first trip), averaged over the CTAs; an entry
+    is None when its bounds cannot be evaluated. None when the walk cannot reach the main loop (see
+    strips)."""
     setup = _main_walk_setup(ttgir, report, grid)
     if setup is None:
         return None
     target, _, dims, pid = setup
-    walk = _walk(ttgir, int_args, pid, dims, target)
+    walk = _walk(ttgir, int_args, pid, dims, target, through=through)
     return None if walk is None else dict(walk[3])
 
 

@@ -487,6 +487,60 @@ def test_two_passes_over_one_argument_are_found_through_reused_names():
                                   exchange_elements=(0.0, 0.0))
 
 
+def test_a_second_pass_that_loads_is_no_compute_sibling():
+    from occmodel import pipeline as P
+
+    assert P.parse_ttgir(TWO_PASS_TTGIR).siblings() == ()
+
+
+def _solve_after_loop():
+    """A fresh kernel: a row summed over K in a loading loop, then STEPS serial steps that load nothing
+    (each waits the last: a cross-warp sum a step), then a store -- a triangular solve's shape."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def solve_after_loop(X, Y, K, STEPS: tl.constexpr, BLOCK: tl.constexpr):
+        row = tl.program_id(0).to(tl.int64)
+        cols = tl.arange(0, BLOCK)
+        acc = tl.zeros((BLOCK,), tl.float32)
+        for k0 in range(0, K, BLOCK):
+            acc += tl.load(X + row * K + k0 + cols).to(tl.float32)
+        for j in range(STEPS):
+            acc = acc * 0.5 + tl.sum(acc) * 1e-3
+        tl.store(Y + row * BLOCK + cols, acc)
+    return solve_after_loop
+
+
+def test_a_compute_loop_beside_the_main_loop_is_costed_once_per_cta():
+    """The serial loop after the K loop (PipelineReport.siblings) is paired with its SASS loop, its trips
+    come from the walk past the main loop, and its slots, chain and exchange join each main-loop
+    iteration's work at trips / n (delta_kkt_solve's substitution, round 26: charged nothing before)."""
+    from occmodel import compile_kernel
+    from occmodel import pipeline as P
+    from occmodel import tile_order as T
+
+    res = compile_kernel(_solve_after_loop(), signature={"X": "*fp16:16", "Y": "*fp32:16", "K": "i32:16"},
+                         constexprs={"STEPS": 63, "BLOCK": 256}, arch="sm_90", num_warps=4, num_stages=1,
+                         keep_ir=True)
+    rep = P.parse_ttgir(res.ttgir)
+    assert rep.siblings() == (1,) and rep.main is rep.loops[0]
+    trips = T.loop_trips(res.ttgir, rep, {"K": 1024}, (8, 1, 1), through=True)
+    assert trips[0] == 4.0 and trips[1] == 63.0           # 1,024 / 256 K steps; the 63 serial steps
+    assert 1 not in T.loop_trips(res.ttgir, rep, {"K": 1024}, (8, 1, 1))   # the walk stops at the main loop
+    loops = S.sass_loops(res.sass)
+    (sib, index), = R.sibling_loops(loops, S.main_loop(loops), rep, (63 / 4,))
+    assert index == 1 and sib.global_loads == 0 and sib.barriers > 0 and sib is not S.main_loop(loops)
+    plain = R._sass_loop(res, 128, rep, None, (None, 0.25))
+    both = R._sass_loop(res, 128, rep, None, (None, 0.25), (63 / 4,))
+    assert both.issue - plain.issue == pytest.approx(63 / 4 * S.issue_slots(sib))
+    assert both.chain - plain.chain == pytest.approx(63 / 4 * sib.chain)
+    assert both.exchange > plain.exchange
+    # trips unknown, or counts that do not pair: nothing is charged
+    assert R.sibling_loops(loops, S.main_loop(loops), rep, (None,)) == []
+    assert R.sibling_loops(loops, S.main_loop(loops), rep, (1.0, 1.0)) == []
+
+
 def test_reread_miss_is_linear_between_the_two_thresholds_of_the_l2():
     l2 = 60 * 2**20
     assert R.reread_miss(0.1 * l2, l2) == 0.0                     # under 0.2 x L2: every re-read hits
