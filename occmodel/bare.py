@@ -99,7 +99,14 @@ class BareKernel(KernelCard):
             return cfg
         point = self.default_points[0] if self.default_points else {}
         try:
-            values = self._example_values(cfg, point)
+            # the launcher derives them: it sees the config without their stale values (BLOCK_C = num_warps
+            # unless the config gives one: the baseline's BLOCK_C 8 must not follow num_warps 2), else with them
+            try:
+                values = self._example_values({k: v for k, v in cfg.items() if k not in derived}, point)
+            except (KernelError, ConfigError):
+                values = None
+            if values is None:
+                values = self._example_values(cfg, point)
             if base is not None and values is not None:    # a value `base` pins (a --baseline), not one it derived
                 own = self._example_values(dict(base), point) or {}
                 derived = [n for n in derived if n not in base or own.get(n) is None

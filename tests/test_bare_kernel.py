@@ -489,6 +489,42 @@ def test_a_constexpr_derived_from_a_tunable_follows_each_config(tmp_path):
     assert loops(small) and not loops(k.resolve())
 
 
+CHANNELS_KERNEL = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def scale_channels(X, C: tl.constexpr):
+    offs = tl.arange(0, C)
+    tl.store(X + offs, tl.load(X + offs) * 2)
+
+
+BASELINE = {"num_warps": 8, "num_stages": 1}
+POINTS = [{"N": 64}]
+
+
+def example_args(cfg, point):
+    import torch
+    c = cfg.get("C") or cfg["num_warps"]          # one channel a warp, unless the config gives C
+    if c > cfg["num_warps"]:
+        raise ValueError(f"C {c} exceeds one channel a warp on {cfg['num_warps']} warps")
+    return {"X": torch.empty(point["N"], device="meta"), "C": c}
+'''
+
+
+def test_a_derived_constexpr_is_not_passed_back_to_the_launcher_stale(tmp_path):
+    """triangle_mult (round 27) derives its channels a program from num_warps unless the config names them:
+    re-reading C for 2 warps must not hand the launcher the baseline's C = 8 (which it would take as given,
+    and reject)."""
+    path = tmp_path / "channels.py"
+    path.write_text(CHANNELS_KERNEL)
+    k = load_source(f"{path}:scale_channels", launcher=str(path))
+    assert k.from_example == ("C",) and k.resolve()["C"] == 8
+    assert k.resolve({"num_warps": 2})["C"] == 2 and k.resolve({"num_warps": 4})["C"] == 4
+    assert k.resolve({"num_warps": 8, "C": 4})["C"] == 4                 # given: it wins
+
+
 def test_rank_compiles_each_config_with_its_own_derived_constexpr_at_each_point(env, tmp_path):
     """`occmodel rank` at several points: ONE_TILE (the launcher's N <= BLOCK) is read again for each config
     at each point -- BLOCK=256 at N=512 runs the chunk loop, BLOCK=1024 one tile -- not the baseline's value
