@@ -946,6 +946,8 @@ MEASURED = [
     ("reports/h200/rank_study_round25_h200.json", None, None),
     # round 26, timed on an H100 in session 28 (an H200 was asked for; reports/GPU_NOTES.md section 34)
     ("reports/h200/rank_study_round26_h100.json", None, None),
+    # round 27, timed on an H100 in session 29 (no kind named; reports/GPU_NOTES.md section 35)
+    ("reports/h200/rank_study_round27_h100.json", None, None),
 ]
 
 
