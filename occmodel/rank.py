@@ -771,7 +771,7 @@ def _sass_loop(result: Any, threads: int, rep: Any, trips: Sequence[float | None
     if loop is None:
         return LoopWork(1, 0.0, 0, 0.0, 0.0)
     once = max(0, S.local_bytes(result.sass) - loop.local_bytes)
-    beside = sibling_loops(loops, loop, rep, siblings)
+    beside = sibling_loops(loops, loop, rep, siblings)      # before nest_trips: it pairs by the listing's loops
     outer = S.enclosing(loops, loop)
     inside = S.nested(loops, loop)
     loop = nest_trips(loop, inside, trips)
@@ -822,10 +822,7 @@ def sibling_loops(loops: Sequence[Any], main: Any, rep: Any, trips: Sequence[flo
     from . import sass as S
     if not trips or any(t is None for t in trips) or rep is None:
         return []
-    related = [lp for lp in loops if lp is main or S._within(main, lp) or S._within(lp, main)]
-    free = [lp for lp in loops if not any(lp is r for r in related)]
-    top = [lp for lp in free if not any(S._within(lp, o) for o in free)]
-    top = sorted((lp for lp in top if not (lp.global_loads or lp.async_copies)), key=lambda lp: lp.start)
+    top = [lp for lp in S.beside(loops, main) if not (lp.global_loads or lp.async_copies)]
     index = rep.siblings()
     return list(zip(top, index)) if len(top) == len(index) == len(trips) else []
 

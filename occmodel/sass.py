@@ -188,6 +188,13 @@ def nested(loops: list[SassLoop], outer: SassLoop) -> list[SassLoop]:
     return sorted((lp for lp in inside if not any(_within(lp, o) for o in inside)), key=lambda lp: lp.start)
 
 
+def beside(loops: list[SassLoop], main: SassLoop) -> list[SassLoop]:
+    """The outermost loops that neither hold `main` nor sit in it, by address: a CTA's other loops before
+    or after its main loop (a triangular solve's substitution after its K loop)."""
+    free = [lp for lp in loops if lp is not main and not _within(main, lp) and not _within(lp, main)]
+    return sorted((lp for lp in free if not any(_within(lp, o) for o in free)), key=lambda lp: lp.start)
+
+
 def outside(sass: str) -> SassLoop | None:
     """What the listing issues outside every loop: a CTA's prologue and epilogue, run once (a row
     block's cross-warp sum and store after its loop). None for an empty listing."""
