@@ -38,6 +38,8 @@ PLAIN_OPS = ("tt.load", "tt.descriptor_load", "tt.descriptor_gather")
 DOT_OPS = ("tt.dot", "ttng.warp_group_dot", "ttng.tc_gen5_mma", "tt.dot_scaled")
 _BYTES = {"i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8, "f16": 2, "bf16": 2, "f32": 4, "f64": 8, "tf32": 4}
 
+_FOR = re.compile(r"scf\.for\s+%[\w.#-]+\s*=\s*(%[\w.#-]+)\s+to\s+(%[\w.#-]+)\s+step\s+(%[\w.#-]+)")
+_ELSE = re.compile(r"^\s*\}\s*else\s*\{")
 _OP = re.compile(r'^\s*(?:(%[\w.#-]+)(?::\d+)?(?:\s*,\s*%[\w.#-]+)*\s*=\s*)?"?([a-z_][\w]*\.[\w.]+)"?')
 _MEMDESC = re.compile(r"!ttg\.memdesc<((?:\d+x)+)([a-zA-Z]\w*)")
 _TENSOR_PTR = re.compile(r"tensor<([0-9x]+)x!tt\.ptr<(\w+)>")
@@ -162,6 +164,15 @@ class LoopInfo:
     shared_other: float = 0.0        # bytes per iteration the body's other ttg.local_load ops read into a
                                      # #blocked / #mma layout (a staged tile's elementwise use, not a dot's
                                      # operand), x their bank-conflict factor
+    unroll: int = 1                  # source iterations one iteration of this scf.for covers: Triton's loop
+                                     # unroller (tl.range(..., loop_unroll_factor=u)) leaves a loop of step
+                                     # u x s and a remainder loop of step s from its upper bound (_unrolls)
+    arms: tuple[tuple[int, int], ...] = ()   # the scf.if regions it sits in: (the if's TTGIR line, 0 then / 1 else)
+
+    def exclusive(self, other: "LoopInfo") -> bool:
+        """Do the two loops sit in different branches of one scf.if (only one of them runs)?"""
+        mine = dict(self.arms)
+        return any(line in mine and mine[line] != b for line, b in other.arms)
 
     @property
     def dot_read_bytes(self) -> int:
@@ -259,12 +270,13 @@ class PipelineReport:
         """Indexes of the outermost loops beside a top-level main loop that load nothing, themselves or in
         loops nested in them, in program order: a CTA's serial compute before or after its main loop (a
         triangular solve's substitution steps after the K loop that built its matrix), run once per CTA.
-        Loops that load are passes (passes()); () when the main loop sits in a loop."""
+        Loops that load are passes (passes()); a loop in the other branch of an scf.if than the main loop's
+        (a kernel's two versions of its loop, one run) is none; () when the main loop sits in a loop."""
         m = self.main
         if m is None or m.parent >= 0:
             return ()
         top = self._top(m)
-        return tuple(i for i, lp in enumerate(self.loops) if lp.parent < 0 and i != top
+        return tuple(i for i, lp in enumerate(self.loops) if lp.parent < 0 and i != top and not lp.exclusive(m)
                      and not any(t.loads for t in self.loops if self._top(t) == i))
 
     def _top(self, lp: LoopInfo) -> int:
@@ -502,6 +514,7 @@ def parse_ttgir(text: str, kernel: str = "", arch: str = "", num_stages: int | N
     loops: list[dict[str, Any]] = []
     top: dict[str, Any] = {"axes": [], "exchange": 0.0}     # the kernel body outside every loop
     stack: list[tuple[str, dict | None]] = []        # (op opening a region, loop record or None)
+    arm: dict[int, tuple[int, int]] = {}             # stack index of an open scf.if -> (its line, 0 then / 1 else)
     for no, ln in enumerate(lines):
         m = _OP.match(ln)
         op = m.group(2) if m else ""
@@ -516,6 +529,8 @@ def parse_ttgir(text: str, kernel: str = "", arch: str = "", num_stages: int | N
             _reduction(top, op, ln, lay)
         bare = _STRINGS.sub('""', ln)
         net = bare.count("{") - bare.count("}")
+        if _ELSE.match(bare) and stack and stack[-1][0] == "scf.if":
+            arm[len(stack) - 1] = (arm[len(stack) - 1][0], 1)
         for _ in range(max(net, 0)):
             rec = None
             if op == "scf.for" and in_func:
@@ -523,23 +538,50 @@ def parse_ttgir(text: str, kernel: str = "", arch: str = "", num_stages: int | N
                 rec = {"where": locs.of(ln)[1], "depth": len(outer),
                        "parent": next(i for i, r in enumerate(loops) if r is outer[-1]) if outer else -1,
                        "dot": False, "dots": [], "loads": {}, "waits": [], "commits": 0, "axes": [],
-                       "exchange": 0.0, "stores": {}, "smem": {}, "dot_operands": set()}
+                       "exchange": 0.0, "stores": {}, "smem": {}, "dot_operands": set(),
+                       "bounds": _FOR.search(ln).groups() if _FOR.search(ln) else None,
+                       "arms": tuple(arm[i] for i in sorted(arm))}
                 loops.append(rec)
             kind = "tt.func public" if op == "tt.func" and " public " in ln else op
+            if kind == "scf.if":
+                arm[len(stack)] = (no, 0)
             stack.append((kind, rec))
             op = ""                                   # further braces on the line open plain regions
         for _ in range(max(-net, 0)):
             if stack:
                 _, rec = stack.pop()
+                arm.pop(len(stack), None)
                 if rec is not None and not rec["where"]:      # the loop's location closes it
                     rec["where"] = locs.of(ln)[1]
     infos = tuple(LoopInfo(rec["where"], rec["depth"], rec["dot"], tuple(_merge(rec["loads"])),
                            min(rec["waits"]) if rec["waits"] else None, rec["commits"], tuple(rec["dots"]),
                            rec["exchange"], rec["parent"], tuple(rec["stores"].items()),
                            sum(b for ssa, (b, _, kind) in rec["smem"].items()
-                               if ssa not in rec["dot_operands"] and kind in _REGISTER_USE))
-                  for rec in loops)
+                               if ssa not in rec["dot_operands"] and kind in _REGISTER_USE), u, rec["arms"])
+                  for rec, u in zip(loops, _unrolls(loops, defs)))
     return PipelineReport(kernel, arch, num_stages, infos, top["exchange"])
+
+
+def _unrolls(loops: list[dict], defs: Mapping[str, tuple[str, str]]) -> list[int]:
+    """Per loop, the source iterations one of its iterations covers: u where Triton's unroller split it
+    (the loop's constant step is u times the constant step of the next loop beside it, which starts at
+    its upper bound: the remainder), else 1. Seen on sinkhorn_knopp (round 27): `tl.range(0, ITERS,
+    loop_unroll_factor=2)` is `scf.for %0 to %g step %c2` then `scf.for %g to %ITERS step %c1`."""
+    def const(v: str) -> int | None:
+        op, ln = defs.get(v, ("", ""))
+        m = re.search(r"arith\.constant\s+(-?\d+)\s*:", ln) if op == "arith.constant" else None
+        return int(m.group(1)) if m else None
+    out = [1] * len(loops)
+    for i, rec in enumerate(loops):
+        nxt = next((j for j in range(i + 1, len(loops)) if loops[j]["parent"] == rec["parent"]
+                    and loops[j]["depth"] == rec["depth"]), None)
+        if nxt is None or not rec["bounds"] or not loops[nxt]["bounds"]:
+            continue
+        (_, ub, step), (lb2, _, step2) = rec["bounds"], loops[nxt]["bounds"]
+        a, b = const(step), const(step2)
+        if lb2 == ub and a and b and a > b > 0 and a % b == 0:
+            out[i] = a // b
+    return out
 
 
 def _mma_layouts(lines: list[str]) -> dict[str, tuple[int, tuple[int, int], list[int]]]:

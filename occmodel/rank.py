@@ -790,6 +790,8 @@ def _sass_loop(result: Any, threads: int, rep: Any, trips: Sequence[float | None
     per_iter = sum(ld.slot_bytes for ld in loads)
     per_thread = sum(ld.thread_bytes for ld in registers) if registers and all(ld.thread_bytes > 0 for ld in registers) else 0.0
     u = S.unroll(loop, threads, per_iter, per_thread) if not (rep is not None and rep.ahead) else 1
+    if main is not None and main.unroll > 1 and loop.global_load_bytes <= 0 and not loop.async_copies:
+        u = main.unroll             # nothing loaded to read the unroll from: Triton's own (LoopInfo.unroll)
     issue, barriers, chain = S.issue_slots(loop, alu_cycles) / u, float(loop.barriers), loop.chain / u
     gathers = 0.0 if inside else loop.dependent_loads / u
     cycles = _exchange_cycles(loop, main.exchange_elements if main is not None else 0.0) / u
