@@ -959,6 +959,10 @@ MEASURED = [
     ("reports/h200/rank_study_round26_h100.json", None, None),
     # round 27, timed on an H100 in session 29 (no kind named; reports/GPU_NOTES.md section 35)
     ("reports/h200/rank_study_round27_h100.json", None, None),
+    # round 28, timed on an H200 in session 30 (no kind named; sparse_conv_gemm in a second call on the same machine
+    # start: reports/GPU_NOTES.md section 36)
+    ("reports/h200/rank_study_round28_h200.json", None, None),
+    ("reports/h200/rank_study_round28_sparse_conv_h200.json", None, None),
 ]
 
 
