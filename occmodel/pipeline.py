@@ -166,7 +166,8 @@ class LoopInfo:
                                      # operand), x their bank-conflict factor
     unroll: int = 1                  # source iterations one iteration of this scf.for covers: Triton's loop
                                      # unroller (tl.range(..., loop_unroll_factor=u)) leaves a loop of step
-                                     # u x s and a remainder loop of step s from its upper bound (_unrolls)
+                                     # u x s and a remainder loop of step s from its upper bound (_unrolls;
+                                     # 1 where the trip count is a constant: no remainder loop to read it by)
     arms: tuple[tuple[int, int], ...] = ()   # the scf.if regions it sits in: (the if's TTGIR line, 0 then / 1 else)
 
     def exclusive(self, other: "LoopInfo") -> bool:
@@ -565,8 +566,9 @@ def parse_ttgir(text: str, kernel: str = "", arch: str = "", num_stages: int | N
 def _unrolls(loops: list[dict], defs: Mapping[str, tuple[str, str]]) -> list[int]:
     """Per loop, the source iterations one of its iterations covers: u where Triton's unroller split it
     (the loop's constant step is u times the constant step of the next loop beside it, which starts at
-    its upper bound: the remainder), else 1. Seen on sinkhorn_knopp (round 27): `tl.range(0, ITERS,
-    loop_unroll_factor=2)` is `scf.for %0 to %g step %c2` then `scf.for %g to %ITERS step %c1`."""
+    its upper bound, in the same scf.if branch: the remainder), else 1. Seen on sinkhorn_knopp (round 27):
+    `tl.range(0, ITERS, loop_unroll_factor=2)` is `scf.for %0 to %g step %c2` then `scf.for %g to %ITERS step
+    %c1`. A constant trip count leaves no remainder loop (or straight-line code): that unroll reads 1."""
     def const(v: str) -> int | None:
         op, ln = defs.get(v, ("", ""))
         m = re.search(r"arith\.constant\s+(-?\d+)\s*:", ln) if op == "arith.constant" else None
@@ -575,6 +577,8 @@ def _unrolls(loops: list[dict], defs: Mapping[str, tuple[str, str]]) -> list[int
     for i, rec in enumerate(loops):
         nxt = next((j for j in range(i + 1, len(loops)) if loops[j]["parent"] == rec["parent"]
                     and loops[j]["depth"] == rec["depth"]), None)
+        if nxt is not None and loops[nxt]["arms"] != rec["arms"]:
+            continue                # the next loop sits in another branch (or after the if): no remainder
         if nxt is None or not rec["bounds"] or not loops[nxt]["bounds"]:
             continue
         (_, ub, step), (lb2, _, step2) = rec["bounds"], loops[nxt]["bounds"]
