@@ -147,7 +147,7 @@ def test_a_segment_loops_own_work_and_the_epilogue():
 
 class _Info:
     def __init__(self, exchange_elements=0.0, parent=-1):
-        self.exchange_elements, self.parent, self.loads = exchange_elements, parent, ()
+        self.exchange_elements, self.parent, self.loads, self.unroll = exchange_elements, parent, (), 1
 
 
 class _Report:
