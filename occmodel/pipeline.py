@@ -536,11 +536,12 @@ def parse_ttgir(text: str, kernel: str = "", arch: str = "", num_stages: int | N
             rec = None
             if op == "scf.for" and in_func:
                 outer = [r for _, r in stack if r is not None]
+                bounds = _FOR.search(ln)
                 rec = {"where": locs.of(ln)[1], "depth": len(outer),
                        "parent": next(i for i, r in enumerate(loops) if r is outer[-1]) if outer else -1,
                        "dot": False, "dots": [], "loads": {}, "waits": [], "commits": 0, "axes": [],
                        "exchange": 0.0, "stores": {}, "smem": {}, "dot_operands": set(),
-                       "bounds": _FOR.search(ln).groups() if _FOR.search(ln) else None,
+                       "bounds": bounds.groups() if bounds else None,
                        "arms": tuple(arm[i] for i in sorted(arm))}
                 loops.append(rec)
             kind = "tt.func public" if op == "tt.func" and " public " in ln else op
@@ -577,9 +578,8 @@ def _unrolls(loops: list[dict], defs: Mapping[str, tuple[str, str]]) -> list[int
     for i, rec in enumerate(loops):
         nxt = next((j for j in range(i + 1, len(loops)) if loops[j]["parent"] == rec["parent"]
                     and loops[j]["depth"] == rec["depth"]), None)
-        if nxt is not None and loops[nxt]["arms"] != rec["arms"]:
-            continue                # the next loop sits in another branch (or after the if): no remainder
-        if nxt is None or not rec["bounds"] or not loops[nxt]["bounds"]:
+        # no next loop, or one in another branch (or after the if): no remainder
+        if nxt is None or loops[nxt]["arms"] != rec["arms"] or not rec["bounds"] or not loops[nxt]["bounds"]:
             continue
         (_, ub, step), (lb2, _, step2) = rec["bounds"], loops[nxt]["bounds"]
         a, b = const(step), const(step2)

@@ -563,19 +563,25 @@ def _versions_after_load():
     return versions_after_load
 
 
+def _compile_versions(unroll: int):
+    """_versions_after_load compiled for sm_90 at UNROLL = unroll (4 warps, one stage, with its TTGIR)."""
+    from occmodel import compile_kernel
+
+    return compile_kernel(_versions_after_load(), signature={"X": "*fp16:16", "Y": "*fp32:16", "ITERS": "i32",
+                                                              "SAFE": "i32"},
+                          constexprs={"BLOCK": 256, "UNROLL": unroll}, arch="sm_90", num_warps=4, num_stages=1,
+                          keep_ir=True)
+
+
 @pytest.mark.parametrize("unroll", [1, 2])
 def test_an_unrolled_loop_that_loads_nothing_costs_one_trip_over_its_unroll(unroll):
     """Triton's unroller leaves a loop of step u and a remainder beside it (LoopInfo.unroll reads u from
     the two steps); the other branch's version of the loop is no compute sibling (only one runs). Where
     a trip loads nothing, the unroll cannot be read from its bytes, so the TTGIR's is used (sinkhorn_knopp,
     round 27: UNROLL 2 configs costed as twice the work)."""
-    from occmodel import compile_kernel
     from occmodel import pipeline as P
 
-    res = compile_kernel(_versions_after_load(), signature={"X": "*fp16:16", "Y": "*fp32:16", "ITERS": "i32",
-                                                             "SAFE": "i32"},
-                         constexprs={"BLOCK": 256, "UNROLL": unroll}, arch="sm_90", num_warps=4, num_stages=1,
-                         keep_ir=True)
+    res = _compile_versions(unroll)
     rep = P.parse_ttgir(res.ttgir)
     # per branch: the loop, then (unrolled) its remainder
     assert [lp.unroll for lp in rep.loops] == ([2, 1, 2, 1] if unroll == 2 else [1, 1])
@@ -595,15 +601,11 @@ def test_an_unrolled_loop_that_loads_nothing_costs_one_trip_over_its_unroll(unro
 def test_an_unrolled_loop_costs_about_what_its_plain_twin_does_per_iteration():
     """The same kernel at UNROLL 1 and 2: one source iteration's issue slots within 15 % of each other (before
     session 30 the unrolled trip was costed as one iteration: twice its twin's)."""
-    from occmodel import compile_kernel
     from occmodel import pipeline as P
 
     issue = []
     for unroll in (1, 2):
-        res = compile_kernel(_versions_after_load(), signature={"X": "*fp16:16", "Y": "*fp32:16", "ITERS": "i32",
-                                                                 "SAFE": "i32"},
-                             constexprs={"BLOCK": 256, "UNROLL": unroll}, arch="sm_90", num_warps=4, num_stages=1,
-                             keep_ir=True)
+        res = _compile_versions(unroll)
         issue.append(R._sass_loop(res, 128, P.parse_ttgir(res.ttgir)).issue)
     assert issue[1] == pytest.approx(issue[0], rel=0.15), issue
 
