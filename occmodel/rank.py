@@ -4,7 +4,10 @@ A CTA runs its main loop n times; an SM holds c of them at once (c = B, the resi
 CTAs/SM, in a full wave; fewer in the tail). Per loop iteration one CTA needs:
 
     d  DRAM bytes       bytes_moved / (grid x n)          (the card's unavoidable traffic), plus what
-                                                           a later pass's re-read misses in L2 (below)
+                                                           a later pass's re-read misses in L2 (below),
+                                                           plus the lines its stores write in part that
+                                                           the L2 lets go before their rest arrives
+                                                           (partial_store_bytes: DRAM writes whole lines)
     t  L2 -> SM bytes   the tile its loop loads            (TTGIR slot bytes when compiled), plus the
                                                            bytes its plain loads' and stores' L2
                                                            requests carry unasked: each is a whole
@@ -419,6 +422,8 @@ class Resources:
     waste_bytes: float = 0.0  # the L2 requests' bytes per iteration the main loop's plain loads and stores
                               # do not ask for (whole 128-byte lines; occmodel.sectors; 0: none or not
                               # counted): term (c) adds them to tile_bytes
+    store_lines: Any = None   # sectors.StoreLines: how whole the lines the main loop's stores write are (None:
+                              # not counted)
 
 
 @dataclass(frozen=True)
@@ -472,6 +477,9 @@ class Estimate:
     l2_waste_bytes: float = 0.0     # the L2 requests' bytes per iteration not asked for (whole lines of partly used
                                     # sectors; occmodel.sectors; 0: none or not counted); t = tile_bytes + this
     tile_bytes: float = 0.0         # the bytes the main loop's tile asks for per iteration
+    partial_store_bytes: float = 0.0  # DRAM bytes per iteration of lines stored in part and evicted before
+                                      # the rest of them is written (partial_store_bytes); in d
+
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -546,7 +554,8 @@ def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any
                                 strips.distinct_bytes() if strips is not None else None),
                      atomic_requests(kernel, cfg, point, ev), waits, chain, 0.0 if ahead else gathers,
                      0.0 if ahead else rounds, bound_waits=bound_waits(getattr(ev, "result", None), rep, nest[1]),
-                     spill_loop=spill, spill_once=spill_once, waste_bytes=l2_waste_bytes(kernel, cfg, point, ev, rep))
+                     spill_loop=spill, spill_once=spill_once, waste_bytes=l2_waste_bytes(kernel, cfg, point, ev, rep),
+                     store_lines=stored_lines(kernel, cfg, point, ev, rep))
 
 
 # A main loop whose trip count is read from memory (bound_waits). Session 19, development (rounds 1-18, 216
@@ -629,6 +638,43 @@ def l2_waste_bytes(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev
     ttgir, dims, args = facts
     tr = traffic(ttgir, rep, args, dims, kernel.float_args(cfg, point))
     return tr.waste_bytes if tr is not None else 0.0
+
+
+def stored_lines(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any, rep: Any) -> Any:
+    """How whole the lines are that the main loop's stores write (occmodel.sectors.store_lines, from the
+    compiled TTGIR and the launch's scalar arguments); None when not counted."""
+    facts = _launch_facts(kernel, cfg, point, ev)
+    if facts is None or rep is None:
+        return None
+    from .sectors import WALKED_GRANULE, store_lines
+    ttgir, dims, args = facts
+    found = store_lines(ttgir, rep, args, dims, kernel.float_args(cfg, point))
+    if found is not None and found.walks:     # its own next iterations write the rest: pieces of WALKED_GRANULE
+        found = store_lines(ttgir, rep, args, dims, kernel.float_args(cfg, point), granule=WALKED_GRANULE)
+    return found
+
+
+# Lines stored in part (partial_store_bytes). Found on hashgrid_encode (round 28, development since): with the
+# level outermost in the grid (LEVEL_MAJOR 1) and one level a program (LEVELS 1), each program writes 16 of
+# each 256-byte output row and programs a level later write the rest; at its neuralangelo point (a 550 MB
+# output) those configs ran 3.5x slower than the best (1.8 ms vs 0.49 ms; 32-byte pieces 0.7-1.0 ms, 64-byte
+# 0.52-0.60 ms: H200, triton 3.6.0, reports/h200/rank_study_round28_h200.json) while the model put them among
+# the fastest. Read as DRAM writing whole 128-byte lines (DRAM_RUN_BYTES, as short_rows reads loads): a line
+# evicted from the L2 before its other bytes arrive costs the line, and its other parts cost it again.
+def partial_store_bytes(lines: Any, tile: float, resident: int, launch_bytes: float, l2_bytes: float) -> float:
+    """Extra DRAM bytes per CTA per iteration of the main loop's partly written lines (sectors.StoreLines):
+    asked x (1 / f - 1) for the line fill f the CTA and its launch neighbours reach at once (fill_near),
+    times the share of those lines the L2 evicts before the rest of them arrives (reread_miss of the bytes
+    streamed meanwhile): the launch's DRAM bytes (`launch_bytes`) over the launch distance that completes
+    them (reach); when the loop walks on along its rows, at most the `resident` CTAs' `tile` bytes (plus
+    their stores) over the ceil(1 / f) iterations a line takes. 0 when the lines are whole or not counted."""
+    if lines is None or lines.fill_near >= 1.0 or lines.asked <= 0:
+        return 0.0
+    f = max(lines.fill_near, 1.0 / 128)
+    between = launch_bytes * lines.reach
+    if lines.walks:
+        between = min(between, resident * (tile + lines.asked) * math.ceil(1.0 / f))
+    return float(reread_miss(between, l2_bytes)) * lines.asked * (1.0 / f - 1.0)
 
 
 def operand_strips(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any, rep: Any,
@@ -1061,6 +1107,8 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
         revisit = sum(b * float(np.sum(reread_miss(st, l2_bytes))) for b, st in zip(rv.nbytes, rv.streamed))
         d += revisit / work
     t = float(res.tile_bytes) + res.waste_bytes
+    partial = partial_store_bytes(res.store_lines, t, min(grid, r.sms * B), nbytes, l2_bytes) if B > 0 else 0.0
+    d += partial
     s = float(res.shared_reads)
     f = float(res.dot_flops) if res.dot_flops else flops / work
     common = dict(config=dict(cfg), point=point, source=res.source, blocks_per_sm=B, grid=grid, iterations=n,
@@ -1069,7 +1117,7 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
                   passes=res.passes, reread_miss=miss, hoist=res.hoist, revisit_bytes=revisit, dram_eff=res.dram_eff,
                   issue_slots=res.issue_per_iter, chain_cycles=res.chain_cycles, dependent_loads=res.gathers,
                   load_rounds=res.rounds, bound_waits=res.bound_waits, l2_waste_bytes=res.waste_bytes,
-                  tile_bytes=float(res.tile_bytes))
+                  tile_bytes=float(res.tile_bytes), partial_store_bytes=partial)
     if B <= 0:
         inf = math.inf
         return Estimate(fits=False, slots=0, waves=0, tail_ctas=0, latency_step_s=inf, dram_step_s=inf,

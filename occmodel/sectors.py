@@ -71,6 +71,7 @@ _FBINARY = {"arith.addf": np.add, "arith.subf": np.subtract, "arith.mulf": np.mu
 _FUNARY = {"math.floor": np.floor, "math.ceil": np.ceil, "math.absf": np.abs, "arith.negf": np.negative}
 _IDENTITY = ("ttg.convert_layout", "arith.extsi", "arith.extui", "arith.trunci", "arith.index_cast",
              "arith.index_castui")
+_DIVIDES = ("arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.ceildivsi", "arith.floordivsi")
 _GLOBAL_LOADS = ("tt.load",)                   # counted; a pipelined cp.async tile is not (module doc)
 _ASYNC = "ttg.async_copy_global_to_local"
 _OPAQUE_ACCESS = ("tt.descriptor_load", "tt.descriptor_store", "ttng.async_tma_copy_global_to_local",
@@ -153,6 +154,110 @@ def traffic(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence
     except (_Unknown, ValueError, TypeError, IndexError, KeyError):
         return None                  # an access not evaluated, or shapes this reading of the TTGIR got wrong
     return SectorTraffic(ls, ss, lb, sb, n, ll, sl, sr)
+
+
+WRITE_GRANULE = 128  # bytes DRAM writes as one piece: the L2 line (see StoreLines) ...
+WALKED_GRANULE = 64  # ... or half of one where the CTA's own next iterations write the rest (fitted, StoreLines)
+NEAR = 32            # launch neighbours on each side a CTA's stores count as written beside its own, at once
+FAR_SAMPLES = 4      # sampled CTAs whose distant neighbours are evaluated (when their pieces are not whole)
+
+
+@dataclass(frozen=True)
+class StoreLines:
+    """How whole the WRITE_GRANULE-byte pieces of memory are that the main loop's stores write (store_lines),
+    per CTA per iteration, the mean over the sampled CTAs. DRAM writes a piece whole: one the L2 lets go
+    with part of it written costs the whole piece, and again when the rest arrives (rank.partial_store_bytes).
+    The piece is fitted, not documented. Where CTAs far off in the launch write the rest, 16 / 32 / 64-byte
+    stores cost about 8.7x / 2.3x / ~0.5x their bytes more (hashgrid_encode's LEVELS 1 / 2 / 4 with the level
+    outermost, its 550 MB output, on an H200: reports/h200/rank_study_round28_h200.json): the 128-byte line,
+    128 / p - 1 = 7 / 3 / 1. Where the CTA's own next iterations write it, 8 / 16 / 32-byte stores cost about
+    7.5x / 2x / 0x more (maxpool_bwd_scatter's NHWC BLOCK_C 4 / 8 / 16 gather configs on an H100, reports/h200/
+    rank_study_round21_h100.json; hashgrid_encode's level-innermost LEVELS 1 about 2-5x): half a line,
+    64 / p - 1 = 7 / 3 / 1 (128-byte lines would read 15 / 7 / 3)."""
+
+    asked: float         # distinct bytes written
+    fill: float          # asked / (WRITE_GRANULE x the distinct pieces written): 1 when every piece is whole
+    fill_near: float     # the share of those pieces' bytes the CTA and its launch neighbours within NEAR write
+    reach: float         # the launch distance, as a share of the grid, at which the rest of those pieces is
+                         # written (the farthest sampled distance that adds to them; 1.0: by no other CTA)
+    walks: bool          # the next iteration writes into pieces this one wrote (the loop walks along the rows)
+
+
+def store_lines(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence[int],
+                float_args: Mapping[str, float] | None = None, samples: int = SAMPLES,
+                granule: int = WRITE_GRANULE) -> StoreLines | None:
+    """The main loop's stores' piece fill (StoreLines): the first iteration of sampled CTAs; where their pieces
+    are not whole, of their neighbours at launch distances 1, 2, 4, ... (and those times the grid's x and
+    x * y extents and the divisors its program id is split by) on either side -- who writes the rest, and how far off -- and of the same CTAs' second
+    iteration. Loads are not evaluated (a gather's pointer may
+    come from loaded data). None when the loop stores nothing or a store cannot be evaluated."""
+    G = granule
+    main = getattr(report, "main", None)
+    dims = launch_dims(ttgir, grid) if main is not None and ttgir else None
+    if dims is None:
+        return None
+    target = next(i for i, lp in enumerate(report.loops) if lp is main)
+    total = dims["x"] * dims["y"] * dims["z"]
+    last = max(0, total - 2)                        # the launch's last CTA may end its tensor mid-piece
+    pid = np.unique(np.linspace(0, last, max(1, min(samples, last + 1))).round().astype(np.int64))
+    fa = float_args or {}
+    try:
+        divisors: set = set()
+        acc = _walk(ttgir, int_args, fa, pid, dims, target, stores_only=True, divisors=divisors)
+        if acc is None or not acc[1]:
+            return None
+        own = [_written(acc[1], c) for c in range(len(pid))]
+        asked = float(np.mean([o.size for o in own]))
+        fill = float(np.mean([o.size / (G * np.unique(o // G).size) if o.size else 1.0 for o in own]))
+        if not asked:
+            return None
+        if fill >= 1.0:
+            return StoreLines(asked, 1.0, 1.0, 0.0, False)
+        far = pid[np.unique(np.linspace(0, len(pid) - 1, min(FAR_SAMPLES, len(pid))).round().astype(np.int64))]
+        # launch distances: powers of two, and those times the grid's x and x * y extents and the divisors the
+        # kernel splits its program id by (the CTA one row of tiles on)
+        span = max(1, int(total - 1).bit_length())
+        units = {1, dims["x"], dims["x"] * dims["y"]} | {d for d in divisors if d < total}
+        steps = sorted({u << k for u in units for k in range(span if u == 1 else 4) if 0 < u << k < total}) or [1]
+        around = np.concatenate([far] + [np.clip(far + sgn * d, 0, total - 1) for d in steps for sgn in (-1, 1)])
+        got = _walk(ttgir, int_args, fa, around, dims, target, stores_only=True)
+        nxt = _walk(ttgir, int_args, fa, far, dims, target, iteration=1, stores_only=True)
+        m, near, reach, walks = len(far), 0.0, 0.0, 0
+        for c in range(m):
+            mine = _written(got[1], c)
+            lines = np.unique(mine // G)
+            covered, farthest, near_c = mine, 0, 0.0
+            for i, d in enumerate(steps):
+                for j in (1, 2):
+                    other = _written(got[1], m * (2 * i + j) + c)
+                    more = np.union1d(covered, other[np.isin(other // G, lines)])
+                    farthest, covered = (d if more.size > covered.size else farthest), more
+                if d <= NEAR:
+                    near_c = covered.size / (G * lines.size)
+                if covered.size >= G * lines.size:
+                    break
+            near += near_c
+            # the distances are sampled: the farthest one that adds to the lines stands for where their rest is
+            # written (within 2x); none: no other CTA writes it
+            reach += min(1.0, farthest / total) if farthest else 1.0
+            if nxt is not None and nxt[1]:
+                walks += np.intersect1d(lines, np.unique(_written(nxt[1], c) // G)).size > 0
+    except (_Unknown, ValueError, TypeError, IndexError, KeyError):
+        return None
+    return StoreLines(asked, fill, min(1.0, near / m), reach / m, walks > m / 2)
+
+
+def _written(accesses: list, c: int) -> np.ndarray:
+    """The distinct byte keys (argument << 48 | byte offset) CTA `c` of a walk writes with `accesses`."""
+    roots = {r: i for i, r in enumerate(sorted({a[0].root for a in accesses}))}
+    keys = []
+    for p, mask, eb, _ in accesses:
+        off = p.off[c if p.off.shape[0] > 1 else 0].ravel()
+        if mask is not None:
+            off = off[np.broadcast_to(mask[c if mask.shape[0] > 1 else 0], p.off.shape[1:]).ravel() != 0]
+        base = np.int64(roots[p.root]) << np.int64(48)
+        keys.append(np.repeat(base + off, eb) + np.tile(np.arange(eb, dtype=np.int64), off.size))
+    return np.unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
 
 
 def _count(accesses: list, n: int) -> tuple[float, float, float, float]:
@@ -249,9 +354,14 @@ def _constant(rest: str) -> np.ndarray | None:
 
 
 def _walk(ttgir: str, int_args: Mapping[str, int], float_args: Mapping[str, float], pid: np.ndarray,
-          dims: Mapping[str, int], target: int) -> tuple[list, list] | None:
+          dims: Mapping[str, int], target: int, iteration: int = 0,
+          stores_only: bool = False, divisors: set | None = None) -> tuple[list, list] | None:
     """Evaluate the kernel for the CTAs `pid` to the end of the main loop's first iteration; the body's
-    (loads, stores), each (pointer, mask or None, element bytes). None when the main loop is never reached."""
+    (loads, stores), each (pointer, mask or None, element bytes). None when the main loop is never reached.
+    `iteration` k > 0: the main loop's induction variable at lower bound + k x step (values it carries
+    from one iteration to the next keep their initial ones); `stores_only`: loads are not collected (their
+    pointers may come from loaded data); `divisors`: collects the integer divisors (> 1) the kernel divides
+    or takes remainders by (a 1-D grid's program id split into tile coordinates)."""
     ids = {k: v for k, v in program_ids(pid, dims).items()}
     env: dict[str, Any] = {}
     loads: list = []
@@ -282,6 +392,13 @@ def _walk(ttgir: str, int_args: Mapping[str, int], float_args: Mapping[str, floa
             f = _FOR.search(ln)
             if f and f.group(2) in env and not isinstance(env[f.group(2)], _P):
                 env[f.group(1)] = env[f.group(2)]   # the first iteration
+                if fors == target and iteration:
+                    if f.group(4) not in env or isinstance(env[f.group(4)], _P):
+                        raise _Unknown("the main loop's step")
+                    env[f.group(1)] = env[f.group(2)] + iteration * np.asarray(env[f.group(4)])
+                    ub = env.get(f.group(3))
+                    if ub is None or isinstance(ub, _P) or np.any(env[f.group(1)] >= ub):
+                        return None                   # a CTA whose loop has no such iteration
             for alias, init in _iter_args(ln):
                 if init in env:
                     env[alias] = env[init]
@@ -289,7 +406,8 @@ def _walk(ttgir: str, int_args: Mapping[str, int], float_args: Mapping[str, floa
                 depth_main = depth
             elif depth_main is not None:
                 inner.append(depth)
-        elif depth_main is not None and (op in _GLOBAL_LOADS or op == "tt.store" or op in _OPAQUE_ACCESS):
+        elif depth_main is not None and (op in _GLOBAL_LOADS or op == "tt.store" or op in _OPAQUE_ACCESS) \
+                and not (stores_only and op != "tt.store"):
             if inner or op in _OPAQUE_ACCESS:
                 raise _Unknown(op)
             access = _access(op, rest, env, layouts if op == "tt.store" else {})
@@ -303,6 +421,10 @@ def _walk(ttgir: str, int_args: Mapping[str, int], float_args: Mapping[str, floa
                 env[res] = v
             else:
                 env.pop(res, None)
+            if divisors is not None and op in _DIVIDES:
+                by = env.get((_operands(rest) or ["", ""])[-1])
+                if by is not None and not isinstance(by, _P) and np.asarray(by).size == 1 and int(np.asarray(by).ravel()[0]) > 1:
+                    divisors.add(int(np.asarray(by).ravel()[0]))
         bare = _STRINGS.sub('""', ln)
         depth += bare.count("{") - bare.count("}")
         while inner and depth <= inner[-1]:

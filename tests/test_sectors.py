@@ -16,7 +16,7 @@ import triton.language as tl  # noqa: E402
 
 from occmodel.compile import compile_kernel  # noqa: E402
 from occmodel.pipeline import analyze  # noqa: E402
-from occmodel.sectors import SECTOR, instruction_ids, traffic  # noqa: E402
+from occmodel.sectors import SECTOR, StoreLines, instruction_ids, store_lines, traffic  # noqa: E402
 
 
 @triton.jit
@@ -39,6 +39,29 @@ def row_gather(X, IDX, Y, N, BLOCK_N: tl.constexpr):
     for n0 in range(0, N, BLOCK_N):
         cols = n0 + tl.arange(0, BLOCK_N)
         tl.store(Y + i * N + cols, tl.load(X + r * N + cols))
+
+
+@triton.jit
+def row_pieces(X, IDX, OUT, n_rows, WIDTH: tl.constexpr, PIECE: tl.constexpr, BLOCK: tl.constexpr,
+               PIECE_MAJOR: tl.constexpr):
+    """OUT[r, :] (WIDTH fp16) = X[IDX[c]] + column, PIECE columns a store. PIECE_MAJOR 1: the piece index is
+    the grid's outer one, a program writes one piece of each of its rows (the rest of a row comes from
+    programs a whole row sweep later); 2: the inner one (the next program writes the next piece); 0: a
+    program walks its rows' pieces in its loop."""
+    pid = tl.program_id(0)
+    n_blocks = tl.cdiv(n_rows, BLOCK)
+    if PIECE_MAJOR == 1:
+        blk, c0, c_hi = pid % n_blocks, pid // n_blocks, pid // n_blocks + 1
+    elif PIECE_MAJOR == 2:
+        blk, c0, c_hi = pid // (WIDTH // PIECE), pid % (WIDTH // PIECE), pid % (WIDTH // PIECE) + 1
+    else:
+        blk, c0, c_hi = pid, 0, WIDTH // PIECE
+    rows = blk * BLOCK + tl.arange(0, BLOCK)
+    for c in range(c0, c_hi):
+        cols = c * PIECE + tl.arange(0, PIECE)
+        x = tl.load(X + tl.load(IDX + rows * 0 + c))          # a gather: the walk leaves loads out
+        tl.store(OUT + rows[:, None] * WIDTH + cols[None, :], x[:, None] + cols[None, :].to(tl.float16),
+                 mask=rows[:, None] < n_rows)
 
 
 TILE_SIG = {"X": "*fp16", "Y": "*fp32", "M": "i32", "N": "i32", "stride_m": "i32", "stride_n": "i32"}
@@ -122,3 +145,59 @@ def test_bilinear_nchw_gathers_waste_sectors_and_a_pixel_major_tile_does_not():
     assert tr[1].store_requests > 2 * tr[1].store_lines      # 8 warps write parts of the same lines
     # what rank's term (c) adds to the tile's bytes per iteration: the lines' bytes not asked for
     assert l2_waste_bytes(kernel, wide, mod.POINTS[1], evs[0], evs[0].pipeline) == tr[0].waste_bytes > 10_000
+
+
+def _store_lines(piece: int, piece_major: int, rows: int = 1 << 16, block: int = 64):
+    res = compile_kernel(row_pieces, {"X": "*fp16", "IDX": "*i32", "OUT": "*fp16", "n_rows": "i32"},
+                         {"WIDTH": 128, "PIECE": piece, "BLOCK": block, "PIECE_MAJOR": piece_major},
+                         arch="sm_90", num_warps=4, num_stages=1, keep_ir=True)
+    assert res.status == "ok", res.message
+    grid = rows // block * (128 // piece if piece_major else 1)
+    return store_lines(res.ttgir, analyze(res), {"n_rows": rows}, (grid,))
+
+
+@pytest.mark.parametrize("piece_major", [0, 1])
+def test_a_store_of_16_bytes_of_each_256_byte_row_fills_an_eighth_of_each_line(piece_major):
+    # 64 rows x 8 fp16 a store: 16 B of each row's first line; the neighbouring program writes other rows
+    sl = _store_lines(8, piece_major)
+    assert sl.asked == 64 * 16
+    assert sl.fill == sl.fill_near == pytest.approx(16 / 128)
+    # the rest of each line: 1 to 7 row sweeps (1024 programs each, of 16384) away with PIECE_MAJOR 1 -- the
+    # farthest power of two that adds to it, 4096; never by another program with 0
+    assert sl.reach == (4096 / 16384 if piece_major else 1.0)
+    # the loop walks on along the same rows only when a program owns its rows' every piece
+    assert sl.walks == (piece_major == 0)
+
+
+def test_partial_lines_cost_dram_only_when_the_l2_lets_them_go_before_the_rest_arrives():
+    """rank.partial_store_bytes: 16 of 128 bytes a line, the rest written a launch later: once the launch
+    streams more than 1.3 x the L2 between the two writes, the line costs its whole 128 B twice over --
+    7 x the asked bytes more; under 0.2 x the L2 it stays whole in the L2 and costs nothing more."""
+    from occmodel import rank as R
+
+    l2 = 50 * 2**20
+    far = StoreLines(asked=1024, fill=0.125, fill_near=0.125, reach=1.0, walks=False)
+    assert R.partial_store_bytes(far, 4096, 2000, 2 * l2, l2) == 1024 * 7
+    assert R.partial_store_bytes(far, 4096, 2000, 0.1 * l2, l2) == 0.0
+    # completed a tenth of the launch later: a tenth of its bytes pass in between
+    soon = StoreLines(asked=1024, fill=0.125, fill_near=0.125, reach=0.1, walks=False)
+    assert R.partial_store_bytes(soon, 4096, 2000, 2 * l2, l2) == 0.0
+    # walked along by its own CTA: 8 iterations of 2000 CTAs x 5 KB (78 MB) pass before the line is whole
+    near = StoreLines(asked=1024, fill=0.125, fill_near=0.125, reach=1.0, walks=True)
+    assert R.partial_store_bytes(near, 4096, 2000, 2 * l2, l2) == 1024 * 7 * R.reread_miss(2000 * 5120 * 8, l2)
+    assert R.partial_store_bytes(near, 4096, 100, 2 * l2, l2) == 0.0     # 4 MB: the L2 holds it
+    whole = StoreLines(asked=1024, fill=0.5, fill_near=1.0, reach=0.001, walks=False)
+    assert R.partial_store_bytes(whole, 4096, 2000, 2 * l2, l2) == 0.0
+
+
+def test_whole_line_pieces_fill_their_lines():
+    sl = _store_lines(64, 1)                   # 64 fp16 = 128 B: a line a row a store
+    assert sl.fill == sl.fill_near == 1.0 and sl.reach == 0.0
+
+
+
+def test_a_neighbour_writing_the_rest_of_the_rows_at_once_fills_the_lines_beside_it():
+    # PIECE_MAJOR 2: the piece index is the grid's inner one, so programs pid and pid + 1 write two 64-byte
+    # halves of the same rows' first line together
+    sl = _store_lines(32, 2)
+    assert sl.fill == pytest.approx(0.5) and sl.fill_near == 1.0 and sl.reach == pytest.approx(1 / 4096) and not sl.walks

@@ -168,6 +168,7 @@ def run(args) -> Report:
                  ("shared_ns", "(d) shared ns"), ("tensor_ns", "(e) tensor ns"), ("issue_ns", "(f) issue ns"),
                  ("slots", "(f) slots/warp/iter"), ("chain", "(f) one-warp chain cycles/iter"), ("exchange_ns", "(g) exchange ns"),
                  ("barriers", "loop barriers"), ("reread_miss", "re-read L2 miss %"), ("revisit_mb", "tile-order re-read MB"),
+                 ("partial_mb", "partial-line store MB"),
                  ("hoist", "latency waits/iter"), ("gathers", "dependent loads/iter"), ("rounds", "further load rounds/iter"),
                  ("bound_waits", "loaded-bound waits/CTA"), ("dram_eff", "DRAM share %"), ("atomic_us", "atomics us"),
                  ("waves_us", "main us"),
@@ -190,6 +191,8 @@ def run(args) -> Report:
                          "chain": round(e.chain_cycles) if e.chain_cycles else None, "exchange_ns": _ns(e.exchange_step_s), "barriers": e.loop_barriers if compiled else None,
                          "reread_miss": None if e.reread_miss is None else round(100 * e.reread_miss),
                          "revisit_mb": round(e.revisit_bytes / 1e6, 1) if e.revisit_bytes else None,
+                         "partial_mb": round(e.partial_store_bytes * e.grid * e.iterations / 1e6, 1)
+                         if e.partial_store_bytes else None,
                          "hoist": round(e.hoist, 3) if compiled and not e.tiles_in_flight else None,
                          "gathers": round(e.dependent_loads, 3) if e.dependent_loads else None,
                          "rounds": round(e.load_rounds, 3) if e.load_rounds else None,
@@ -224,6 +227,14 @@ def run(args) -> Report:
                          "arithmetic evaluated for every CTA, replayed in waves of SMs x blocks/SM (strips that share tiles, "
                          "as a sliding window's neighbours do, tile by tile), with the same L2 "
                          "ramp as the re-read above; bytes_moved assumes every operand is read from DRAM once")
+    torn = [i for i in range(len(cfgs)) if any(e.partial_store_bytes for e in est[i])]
+    if torn:
+        agg.notes.append(f"{len(torn)} config(s) store parts of 128-byte lines whose rest is written later (by the "
+                         "same CTA's next iterations or by CTAs further on in the launch) after the L2 has let them go "
+                         "(the `partial-line store MB` column, charged to DRAM: each such line costs a whole line "
+                         "again): from the compiled kernel's store addresses, evaluated for sample CTAs and their "
+                         "launch neighbours, with the L2 ramp of the re-read above; found on one H200 kernel "
+                         "(a hash encoding storing 16 of each 256-byte output row a program: 3.5x slower)")
     short = [i for i in range(len(cfgs)) if any(e.dram_eff < 1 for e in est[i])]
     if short:
         agg.notes.append(f"{len(short)} config(s) read fewer than {R.DRAM_RUN_BYTES} contiguous bytes of each row per "
