@@ -189,14 +189,15 @@ def store_lines(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequ
     """The main loop's stores' piece fill (StoreLines): the first iteration of sampled CTAs; where their pieces
     are not whole, of their neighbours at launch distances 1, 2, 4, ... (and those times the grid's x and
     x * y extents and the divisors its program id is split by) on either side -- who writes the rest, and how far off -- and of the same CTAs' second
-    iteration. Loads are not evaluated (a gather's pointer may
-    come from loaded data). None when the loop stores nothing or a store cannot be evaluated."""
+    iteration. A kernel without a main loop: its body outside every loop, as one iteration. Loads are not
+    evaluated (a gather's pointer may come from loaded data). None when the loop stores nothing or a store
+    cannot be evaluated."""
     G = granule
     main = getattr(report, "main", None)
-    dims = launch_dims(ttgir, grid) if main is not None and ttgir else None
+    dims = launch_dims(ttgir, grid) if ttgir else None
     if dims is None:
         return None
-    target = next(i for i, lp in enumerate(report.loops) if lp is main)
+    target = next(i for i, lp in enumerate(report.loops) if lp is main) if main is not None else None
     total = dims["x"] * dims["y"] * dims["z"]
     last = max(0, total - 2)                        # the launch's last CTA may end its tensor mid-piece
     pid = np.unique(np.linspace(0, last, max(1, min(samples, last + 1))).round().astype(np.int64))
@@ -354,14 +355,17 @@ def _constant(rest: str) -> np.ndarray | None:
 
 
 def _walk(ttgir: str, int_args: Mapping[str, int], float_args: Mapping[str, float], pid: np.ndarray,
-          dims: Mapping[str, int], target: int, iteration: int = 0,
+          dims: Mapping[str, int], target: int | None, iteration: int = 0,
           stores_only: bool = False, divisors: set | None = None) -> tuple[list, list] | None:
     """Evaluate the kernel for the CTAs `pid` to the end of the main loop's first iteration; the body's
     (loads, stores), each (pointer, mask or None, element bytes). None when the main loop is never reached.
     `iteration` k > 0: the main loop's induction variable at lower bound + k x step (values it carries
     from one iteration to the next keep their initial ones); `stores_only`: loads are not collected (their
     pointers may come from loaded data); `divisors`: collects the integer divisors (> 1) the kernel divides
-    or takes remainders by (a 1-D grid's program id split into tile coordinates)."""
+    or takes remainders by (a 1-D grid's program id split into tile coordinates). `target` None: the kernel
+    has no main loop, and its body outside every loop counts as the one iteration."""
+    if target is None and iteration:
+        return None
     ids = {k: v for k, v in program_ids(pid, dims).items()}
     env: dict[str, Any] = {}
     loads: list = []
@@ -376,6 +380,7 @@ def _walk(ttgir: str, int_args: Mapping[str, int], float_args: Mapping[str, floa
                 layouts[b.group(1)] = tuple(tuple(int(v) for v in b.group(i).split(",")) for i in range(2, 6))
             if "tt.func public" in ln:
                 in_func, depth = True, 1
+                depth_main = 0 if target is None else None
                 for name, pty, _ in _ARG.findall(ln):
                     key = name.lstrip("%")
                     if pty.startswith("!tt.ptr"):

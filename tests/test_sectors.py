@@ -64,6 +64,18 @@ def row_pieces(X, IDX, OUT, n_rows, WIDTH: tl.constexpr, PIECE: tl.constexpr, BL
                  mask=rows[:, None] < n_rows)
 
 
+@triton.jit
+def flat_pieces(X, Y, n_rows, PIECE: tl.constexpr, BLOCK: tl.constexpr):
+    """Y = 2 X over [n_rows, 128] fp16, one [BLOCK, PIECE] tile a program and no loop; the piece index is the
+    grid's outer one (the rest of a row comes a row sweep later)."""
+    pid = tl.program_id(0)
+    n_blocks = tl.cdiv(n_rows, BLOCK)
+    rows = (pid % n_blocks) * BLOCK + tl.arange(0, BLOCK)
+    cols = (pid // n_blocks) * PIECE + tl.arange(0, PIECE)
+    off = rows[:, None] * 128 + cols[None, :]
+    tl.store(Y + off, tl.load(X + off, mask=rows[:, None] < n_rows) * 2, mask=rows[:, None] < n_rows)
+
+
 TILE_SIG = {"X": "*fp16", "Y": "*fp32", "M": "i32", "N": "i32", "stride_m": "i32", "stride_n": "i32"}
 
 
@@ -201,3 +213,14 @@ def test_a_neighbour_writing_the_rest_of_the_rows_at_once_fills_the_lines_beside
     # halves of the same rows' first line together
     sl = _store_lines(32, 2)
     assert sl.fill == pytest.approx(0.5) and sl.fill_near == 1.0 and sl.reach == pytest.approx(1 / 4096) and not sl.walks
+
+
+def test_a_kernel_without_a_loop_is_one_iteration():
+    res = compile_kernel(flat_pieces, {"X": "*fp16", "Y": "*fp16", "n_rows": "i32"}, {"PIECE": 8, "BLOCK": 64},
+                         arch="sm_90", num_warps=4, num_stages=1, keep_ir=True)
+    rep = analyze(res)
+    assert res.status == "ok" and rep.main is None
+    sl = store_lines(res.ttgir, rep, {"n_rows": 1 << 16}, ((1 << 16) // 64 * 16,))
+    # 16 of each 128-byte line, the other seven pieces 1-7 row sweeps (1024 programs each) away: 4096 the farthest
+    # power-of-two multiple of the divisor (1024) that adds to the line, of 16384 programs
+    assert sl.fill == sl.fill_near == pytest.approx(16 / 128) and sl.reach == 4096 / 16384 and not sl.walks
