@@ -480,7 +480,6 @@ class Estimate:
     partial_store_bytes: float = 0.0  # DRAM bytes per iteration of lines stored in part and evicted before
                                       # the rest of them is written (partial_store_bytes); in d
 
-
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 

@@ -188,10 +188,10 @@ def store_lines(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequ
                 granule: int = WRITE_GRANULE) -> StoreLines | None:
     """The main loop's stores' piece fill (StoreLines): the first iteration of sampled CTAs; where their pieces
     are not whole, of their neighbours at launch distances 1, 2, 4, ... (and those times the grid's x and
-    x * y extents and the divisors its program id is split by) on either side -- who writes the rest, and how far off -- and of the same CTAs' second
-    iteration. A kernel without a main loop: its body outside every loop, as one iteration. Loads are not
-    evaluated (a gather's pointer may come from loaded data). None when the loop stores nothing or a store
-    cannot be evaluated."""
+    x * y extents and the divisors its program id is split by) on either side -- who writes the rest, and
+    how far off -- and of the same CTAs' second iteration. A kernel without a main loop: its body outside
+    every loop, as one iteration. Loads are not evaluated (a gather's pointer may come from loaded data).
+    None when the loop stores nothing or a store cannot be evaluated."""
     G = granule
     main = getattr(report, "main", None)
     dims = launch_dims(ttgir, grid) if ttgir else None
@@ -253,12 +253,25 @@ def _written(accesses: list, c: int) -> np.ndarray:
     roots = {r: i for i, r in enumerate(sorted({a[0].root for a in accesses}))}
     keys = []
     for p, mask, eb, _ in accesses:
-        off = p.off[c if p.off.shape[0] > 1 else 0].ravel()
-        if mask is not None:
-            off = off[np.broadcast_to(mask[c if mask.shape[0] > 1 else 0], p.off.shape[1:]).ravel() != 0]
-        base = np.int64(roots[p.root]) << np.int64(48)
-        keys.append(np.repeat(base + off, eb) + np.tile(np.arange(eb, dtype=np.int64), off.size))
+        off, _ = _lanes(p, mask, c)
+        keys.append(_byte_keys(roots[p.root], off, eb))
     return np.unique(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
+
+
+def _lanes(p: Any, mask: np.ndarray | None, c: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """CTA `c`'s byte offsets of an access to `p`, its masked-off lanes left out, and which lanes were kept
+    (None: all)."""
+    off = p.off[c if p.off.shape[0] > 1 else 0].ravel()
+    if mask is None:
+        return off, None
+    keep = np.broadcast_to(mask[c if mask.shape[0] > 1 else 0], p.off.shape[1:]).ravel() != 0
+    return off[keep], keep
+
+
+def _byte_keys(root: int, off: np.ndarray, eb: int) -> np.ndarray:
+    """A key (argument index << 48 | byte offset) for every byte of the `eb`-byte elements at `off`."""
+    base = np.int64(root) << np.int64(48)
+    return np.repeat(base + off, eb) + np.tile(np.arange(eb, dtype=np.int64), off.size)
 
 
 def _count(accesses: list, n: int) -> tuple[float, float, float, float]:
@@ -272,14 +285,11 @@ def _count(accesses: list, n: int) -> tuple[float, float, float, float]:
     for c in range(n):
         keys_s, keys_b = [], []
         for p, mask, eb, groups in accesses:
-            off = p.off[c if p.off.shape[0] > 1 else 0].ravel()
-            grp = groups.ravel() if groups is not None else np.zeros(off.size, np.int64)
-            if mask is not None:
-                m = np.broadcast_to(mask[c if mask.shape[0] > 1 else 0], p.off.shape[1:]).ravel() != 0
-                off, grp = off[m], grp[m]
-            base = np.int64(roots[p.root]) << np.int64(48)
-            keys_s.append(base + off // SECTOR)
-            keys_b.append(np.repeat(base + off, eb) + np.tile(np.arange(eb, dtype=np.int64), off.size))
+            off, keep = _lanes(p, mask, c)
+            grp = groups.ravel() if groups is not None else np.zeros(p.off.shape[1:], np.int64).ravel()
+            grp = grp if keep is None else grp[keep]
+            keys_s.append((np.int64(roots[p.root]) << np.int64(48)) + off // SECTOR)
+            keys_b.append(_byte_keys(roots[p.root], off, eb))
             requests += np.unique(np.stack([grp, off // LINE]), axis=1).shape[1] if off.size else 0
         uniq = np.unique(np.concatenate(keys_s))
         sectors += uniq.size

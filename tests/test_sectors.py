@@ -207,7 +207,6 @@ def test_whole_line_pieces_fill_their_lines():
     assert sl.fill == sl.fill_near == 1.0 and sl.reach == 0.0
 
 
-
 def test_a_neighbour_writing_the_rest_of_the_rows_at_once_fills_the_lines_beside_it():
     # PIECE_MAJOR 2: the piece index is the grid's inner one, so programs pid and pid + 1 write two 64-byte
     # halves of the same rows' first line together
