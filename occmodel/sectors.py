@@ -208,8 +208,8 @@ def store_lines(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequ
         if acc is None or not acc[1]:
             return None
         own = [_written(acc[1], c) for c in range(len(pid))]
-        asked = float(np.mean([o.size for o in own]))
-        fill = float(np.mean([o.size / (G * np.unique(o // G).size) if o.size else 1.0 for o in own]))
+        asked = float(np.mean([o.size for o in own]))      # a CTA's bytes, CTAs past the data (none) included
+        fill = float(np.mean([o.size / (G * np.unique(o // G).size) for o in own if o.size] or [1.0]))
         if not asked:
             return None
         if fill >= 1.0:
@@ -223,9 +223,12 @@ def store_lines(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequ
         around = np.concatenate([far] + [np.clip(far + sgn * d, 0, total - 1) for d in steps for sgn in (-1, 1)])
         got = _walk(ttgir, int_args, fa, around, dims, target, stores_only=True)
         nxt = _walk(ttgir, int_args, fa, far, dims, target, iteration=1, stores_only=True)
-        m, near, reach, walks = len(far), 0.0, 0.0, 0
+        m, near, reach, walks, storing = len(far), 0.0, 0.0, 0, 0
         for c in range(m):
             mine = _written(got[1], c)
+            if not mine.size:                       # a CTA whose stores are all masked off (past the data)
+                continue
+            storing += 1
             lines = np.unique(mine // G)
             covered, farthest, near_c = mine, 0, 0.0
             for i, d in enumerate(steps):
@@ -245,7 +248,9 @@ def store_lines(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequ
                 walks += np.intersect1d(lines, np.unique(_written(nxt[1], c) // G)).size > 0
     except (_Unknown, ValueError, TypeError, IndexError, KeyError):
         return None
-    return StoreLines(asked, fill, min(1.0, near / m), reach / m, walks > m / 2)
+    if not storing:                                 # no sampled neighbourhood stores: own fill, no partner seen
+        return StoreLines(asked, fill, fill, 1.0, False)
+    return StoreLines(asked, fill, min(1.0, near / storing), reach / storing, walks > storing / 2)
 
 
 def _written(accesses: list, c: int) -> np.ndarray:

@@ -391,6 +391,19 @@ SWEEPS: dict[str, dict[str, Any]] = {
     "swin_window_attn": {"file": "examples/swin_window_attn.py", "role": "held-out-29",
                          "axes": {"BLOCK_M": [16, 64], "WINDOWS": [2, 4, 8], "EXPANDED": [0, 1], "num_warps": [4, 8],
                                   "num_stages": [1, 2]}},
+    # round 30 (declared in session 32, reports/kernels_dev_heldout.md)
+    "grid_sample_bilinear": {"file": "examples/grid_sample_bilinear.py", "role": "held-out-30",
+                             "axes": {"BLOCK_P": [64, 128, 256], "BLOCK_C": [2, 4, 8, 16], "C_SPLIT": [1, 2],
+                                      "num_warps": [4, 8], "num_stages": [1]}},
+    "gnn_scatter_add": {"file": "examples/gnn_scatter_add.py", "role": "held-out-30",
+                        "axes": {"BLOCK_E": [32, 64], "BLOCK_F": [32, 64, 128], "E_STEPS": [2, 8], "num_warps": [4, 8],
+                                 "num_stages": [1, 2]}},
+    "selective_state_update": {"file": "examples/selective_state_update.py", "role": "held-out-30",
+                               "axes": {"BLOCK_P": [4, 8, 16, 32], "N_SPLIT": [1, 2, 4], "num_warps": [1, 2, 4, 8],
+                                        "num_stages": [1]}},
+    "conv3d_ndhwc": {"file": "examples/conv3d_ndhwc.py", "role": "held-out-30",
+                     "axes": {"BLOCK_M": [64, 128], "BLOCK_N": [64, 128], "BLOCK_K": [32, 64], "num_warps": [4, 8],
+                              "num_stages": [2, 3, 4]}},
     "decode_attention": {"card": "decode_attention", "role": "development",
                          "axes": {"BLOCK_T": [16, 32, 64], "BLOCK_H": [16, 32], "num_warps": [2, 4, 8],
                                   "num_stages": [1, 2, 3, 4]},
@@ -976,6 +989,10 @@ MEASURED = [
     # start: reports/GPU_NOTES.md section 36)
     ("reports/h200/rank_study_round28_h200.json", None, None),
     ("reports/h200/rank_study_round28_sparse_conv_h200.json", None, None),
+    # round 29, timed on an H100 in session 32 (the H200 was refused; farthest_point_sample in a second call on the
+    # same machine start: reports/GPU_NOTES.md section 38)
+    ("reports/h200/rank_study_round29_h100.json", None, None),
+    ("reports/h200/rank_study_round29_fps_h100.json", None, None),
 ]
 
 

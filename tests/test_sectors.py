@@ -181,6 +181,17 @@ def test_a_store_of_16_bytes_of_each_256_byte_row_fills_an_eighth_of_each_line(p
     assert sl.walks == (piece_major == 0)
 
 
+def test_ctas_past_the_data_store_nothing_and_leave_the_fill_of_the_others():
+    # twice the programs the rows need: the second half's stores are all masked off. Their bytes average into a
+    # CTA's `asked` (half of 64 x 16), but not into the fill of the lines the first half writes
+    res = compile_kernel(row_pieces, {"X": "*fp16", "IDX": "*i32", "OUT": "*fp16", "n_rows": "i32"},
+                         {"WIDTH": 128, "PIECE": 8, "BLOCK": 64, "PIECE_MAJOR": 0},
+                         arch="sm_90", num_warps=4, num_stages=1, keep_ir=True)
+    sl = store_lines(res.ttgir, analyze(res), {"n_rows": 1 << 16}, (2 * (1 << 16) // 64,))
+    assert sl.asked == pytest.approx(64 * 16 / 2, rel=0.1)
+    assert sl.fill == sl.fill_near == pytest.approx(16 / 128) and sl.reach == 1.0 and sl.walks
+
+
 def test_partial_lines_cost_dram_only_when_the_l2_lets_them_go_before_the_rest_arrives():
     """rank.partial_store_bytes: 16 of 128 bytes a line, the rest written a launch later: once the launch
     streams more than 1.3 x the L2 between the two writes, the line costs its whole 128 B twice over --
