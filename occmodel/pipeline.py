@@ -343,6 +343,27 @@ class _Locations:
         m = re.search(r"loc\((\"[^\"]*\":\d+:\d+)\)\s*$", text)
         return self.resolve(m.group(1)) if m else ("", "", "", 0, 0)
 
+    def inlined(self, text: str, limit: int = 8) -> tuple[str, ...]:
+        """The callee positions ("file:line:col") of a line inlined from @triton.jit helpers, innermost
+        first; () for a line of the kernel itself. `of` names the outermost call site, where every
+        operation of one helper call lands: these tell its operations apart."""
+        m = _LOCREF.search(text)
+        body, found = (self.defs.get(m.group(1), "") if m else ""), []
+        for _ in range(limit):
+            named = re.match(r'^"[^"]*"\((#loc\d*)\)$', body)
+            call = re.match(r"^callsite\((#loc\d*) at (#loc\d*)\)$", body)
+            if named:
+                body = self.defs.get(named.group(1), "")
+            elif call:
+                _, _, file, line, col = self.resolve(self.defs.get(call.group(1), ""))
+                found.append(f"{file}:{line}:{col}")
+                body = self.defs.get(call.group(2), "")
+            elif re.match(r"^(#loc\d*)$", body):
+                body = self.defs.get(body, "")
+            else:
+                break
+        return tuple(found)
+
 
 def _dims(text: str) -> list[int]:
     return [int(d) for d in text.split("x") if d]
@@ -659,7 +680,7 @@ def _collect(rec: dict, op: str, ln: str, branch: bool, locs: _Locations, ring_o
         name, where, file, line, col = locs.of(ln)
         ssa = (_OP.match(ln).group(1) or "").lstrip("%")
         name = name or re.sub(r"_\d+$", "", ssa) or "?"
-        entry = rec["loads"].setdefault((name, where, col) if where else (name, ssa), {
+        entry = rec["loads"].setdefault((name, where, col, locs.inlined(ln)) if where else (name, ssa), {
             "name": name, "where": where, "col": col, "file": file, "line": line, "kinds": set(), "rings": {},
             "plain": None, "branch": False, "root": "", "thread_bytes": 0.0, "run": (0, False)})
         entry["branch"] = entry["branch"] or branch

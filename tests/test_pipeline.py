@@ -293,3 +293,32 @@ def test_the_step_is_read_from_the_loop_around_the_load():
     assert res.ok, res.message
     walks = sorted((lp.loads[0].walks_rows, lp.loads[0].run_bytes) for lp in P.analyze(res).loops if lp.loads)
     assert walks == [(False, 64), (True, 64)]
+
+
+@triton.jit
+def _scaled_chunk(S, B, rows, cols, n):
+    """A helper's two loads: a [4, 32] fp32 tile of S and a 32-element fp16 row of B."""
+    s = tl.load(S + rows[:, None] * n + cols[None, :])
+    b = tl.load(B + cols).to(tl.float32)
+    return s * b[None, :]
+
+
+@triton.jit
+def _helper_loads(S, B, Y, N, BN: tl.constexpr):
+    rows = tl.arange(0, 4)
+    acc = tl.zeros([4], tl.float32)
+    for n0 in range(0, N, BN):
+        acc += tl.sum(_scaled_chunk(S, B, rows, n0 + tl.arange(0, BN), N), axis=1)
+    tl.store(Y + rows, acc)
+
+
+def test_loads_inlined_from_one_helper_call_stay_apart():
+    """Every operation of an inlined @triton.jit helper carries the helper's call site as its location
+    (a callsite loc): the helper's two loads are still two loads of the loop -- found on round 30's
+    selective_state_update, whose state, B and C loads in `_update` read as one (C's 2 bytes a thread)."""
+    res = compile_kernel(_helper_loads, "*fp32:16,*fp16:16,*fp32:16,i32", {"BN": 32}, arch="sm_90",
+                         num_warps=4, num_stages=1, keep_ir=True)
+    assert res.ok, res.message
+    got = sorted((ld.root, ld.tile, ld.thread_bytes) for ld in P.analyze(res).main.loads)
+    # 128 threads: the [4, 32] fp32 tile is one element a thread; the 32 fp16 of B one, replicated
+    assert got == [("B", "32xf16", 2.0), ("S", "4x32xf32", 4.0)]
