@@ -312,7 +312,10 @@ class _Locations:
             if m:
                 self.defs[m.group(1)] = m.group(2)
 
-    def resolve(self, body: str, limit: int = 8) -> tuple[str, str, str, int, int]:
+    def resolve(self, body: str, limit: int = 8, callees: list | None = None) -> tuple[str, str, str, int, int]:
+        """(name, "file:line", file, line, col) of a location body, a helper's operation at its outermost
+        call site; `callees` (when given) receives the "file:line:col" of each call's callee, innermost
+        first -- what tells apart the operations inlined from one helper call."""
         name, file, line, col = "", "", 0, 0
         for _ in range(limit):
             m = re.match(r'^"([^"]*)"\((#loc\d*)\)$', body)
@@ -326,6 +329,8 @@ class _Locations:
                 break
             m = re.match(r"^callsite\((#loc\d*) at (#loc\d*)\)$", body)
             if m:
+                if callees is not None:
+                    callees.append(":".join(map(str, self.resolve(self.defs.get(m.group(1), ""))[2:])))
                 body = self.defs.get(m.group(2), "")
                 continue
             m = re.match(r"^(#loc\d*)$", body)
@@ -336,33 +341,13 @@ class _Locations:
         short = f"{file.rsplit('/', 1)[-1]}:{line}" if file else ""
         return name, short, file, line, col
 
-    def of(self, text: str) -> tuple[str, str, str, int, int]:
+    def of(self, text: str, callees: list | None = None) -> tuple[str, str, str, int, int]:
+        """`resolve` of a line's trailing location (a #loc reference or a literal "file":line:col)."""
         m = _LOCREF.search(text)
         if m:
-            return self.resolve(self.defs.get(m.group(1), ""))
+            return self.resolve(self.defs.get(m.group(1), ""), callees=callees)
         m = re.search(r"loc\((\"[^\"]*\":\d+:\d+)\)\s*$", text)
-        return self.resolve(m.group(1)) if m else ("", "", "", 0, 0)
-
-    def inlined(self, text: str, limit: int = 8) -> tuple[str, ...]:
-        """The callee positions ("file:line:col") of a line inlined from @triton.jit helpers, innermost
-        first; () for a line of the kernel itself. `of` names the outermost call site, where every
-        operation of one helper call lands: these tell its operations apart."""
-        m = _LOCREF.search(text)
-        body, found = (self.defs.get(m.group(1), "") if m else ""), []
-        for _ in range(limit):
-            named = re.match(r'^"[^"]*"\((#loc\d*)\)$', body)
-            call = re.match(r"^callsite\((#loc\d*) at (#loc\d*)\)$", body)
-            if named:
-                body = self.defs.get(named.group(1), "")
-            elif call:
-                _, _, file, line, col = self.resolve(self.defs.get(call.group(1), ""))
-                found.append(f"{file}:{line}:{col}")
-                body = self.defs.get(call.group(2), "")
-            elif re.match(r"^(#loc\d*)$", body):
-                body = self.defs.get(body, "")
-            else:
-                break
-        return tuple(found)
+        return self.resolve(m.group(1), callees=callees) if m else ("", "", "", 0, 0)
 
 
 def _dims(text: str) -> list[int]:
@@ -677,10 +662,11 @@ def _collect(rec: dict, op: str, ln: str, branch: bool, locs: _Locations, ring_o
         if root:
             rec["stores"][root] = rec["stores"].get(root, 0) + _plain_tile(ln)[1]
     elif op in ASYNC_OPS or op in PLAIN_OPS:
-        name, where, file, line, col = locs.of(ln)
+        inlined: list = []                          # one helper call's loads share its call site: its callees part them
+        name, where, file, line, col = locs.of(ln, inlined)
         ssa = (_OP.match(ln).group(1) or "").lstrip("%")
         name = name or re.sub(r"_\d+$", "", ssa) or "?"
-        entry = rec["loads"].setdefault((name, where, col, locs.inlined(ln)) if where else (name, ssa), {
+        entry = rec["loads"].setdefault((name, where, col, tuple(inlined)) if where else (name, ssa), {
             "name": name, "where": where, "col": col, "file": file, "line": line, "kinds": set(), "rings": {},
             "plain": None, "branch": False, "root": "", "thread_bytes": 0.0, "run": (0, False)})
         entry["branch"] = entry["branch"] or branch
