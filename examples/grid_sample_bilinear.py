@@ -86,6 +86,7 @@ identity + a smooth flow field, "bev" a voxel grid projected into N cameras ring
 
 from __future__ import annotations
 
+import functools
 import math
 
 import triton
@@ -616,6 +617,16 @@ def example_args(cfg, point) -> dict:
     Nb, C, H, W, Ho, Wo = (P[k] for k in ("N", "C", "H", "W", "Ho", "Wo"))
     fmt = torch.channels_last if P["layout"] == "NHWC" else torch.contiguous_format
     x = torch.empty((Nb, C, H, W), dtype=dt, device="meta", memory_format=fmt)
-    g = torch.empty((Nb, Ho, Wo, 2), dtype=torch.float32, device="meta")
+    g = _grid_data(tuple(sorted(P.items())))
     out = torch.empty((Nb, C, Ho, Wo), dtype=dt, device="meta", memory_format=fmt)
     return _kernel_args(x, g, out, P["align_corners"], cfg)
+
+
+@functools.lru_cache(maxsize=4)
+def _grid_data(items: tuple):
+    """The point's sampling grid with data, on the CPU (what rank reads the gathers' addresses from: the
+    taps' offsets are computed from these coordinates), drawn as make_inputs draws it (its own generator)."""
+    import torch
+    P = dict(items)
+    gen = torch.Generator(device="cpu").manual_seed(0)
+    return {"flow": _flow_grid, "bev": _bev_grid, "rays": _ray_grid}[P["field"]](P, gen).to(torch.float32).contiguous()

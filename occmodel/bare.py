@@ -235,6 +235,16 @@ class BareKernel(KernelCard):
         out = {k: _int_values(v) for k, v in values.items()}
         return {k: v for k, v in out.items() if v is not None} or None
 
+    def tensor_data(self, cfg, point):
+        """The integer and float tensors of the launcher's example_args that hold data (on the CPU, not
+        the meta device), by parameter name: flat numpy arrays (int64 / float32) in memory order from each
+        tensor's first element (what the kernel's pointer arithmetic addresses). None without any."""
+        values = self._example_values(cfg, point)
+        if values is None:
+            return None
+        out = {k: _memory_values(v) for k, v in values.items()}
+        return {k: v for k, v in out.items() if v is not None} or None
+
     def loop_iterations(self, cfg, point):
         f = self._hook("loop_iterations")
         return None if f is None else int(f(cfg, point))
@@ -432,6 +442,26 @@ def _int_values(v: Any):
         return None
     import numpy as np
     return np.asarray(v.detach().reshape(-1).numpy(), dtype=np.int64)
+
+
+def _memory_values(v: Any):
+    """A CPU integer or float tensor's elements in memory order, from its first element to its last one
+    (a strided view's gaps included), as a flat numpy array: int64 for integers (bool too), float32 for
+    floating point (fp16 / bf16 widened); None for anything else (a meta tensor, a scalar). Duck-typed."""
+    if getattr(getattr(v, "device", None), "type", None) != "cpu" or not hasattr(v, "as_strided"):
+        return None
+    kind = str(getattr(v, "dtype", ""))
+    if not kind.startswith(("torch.int", "torch.uint", "torch.float", "torch.bfloat", "torch.half", "torch.bool")):
+        return None
+    import numpy as np
+    t = v.detach()
+    if t.numel() == 0 or any(st < 0 for st in t.stride()):
+        return None
+    span = 1 + sum((n - 1) * st for n, st in zip(t.shape, t.stride()))
+    flat = t.as_strided((span,), (1,), t.storage_offset())
+    if kind.startswith(("torch.float", "torch.bfloat", "torch.half")):
+        return np.asarray(flat.float().numpy(), dtype=np.float32)
+    return np.asarray(flat.numpy(), dtype=np.int64)
 
 
 def _as_mapping(fn, values: Any, who: str) -> dict[str, Any]:

@@ -248,6 +248,12 @@ class KernelCard:
         numpy int64 arrays): what a gather reads its row or expert ids from (None: none known)."""
         return None
 
+    def tensor_data(self, cfg: Config, point: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The launch's tensors whose values are known at `point`, integer and float, by parameter name:
+        flat numpy arrays (int64, float32) in memory order from the argument's pointer -- what a gather
+        computes its addresses from (a grid_sample's coordinates, a scatter's ids). None: none known."""
+        return None
+
     def loop_iterations(self, cfg: Config, point: Mapping[str, Any]) -> int | None:
         """Main-loop iterations each CTA runs (what a num_stages pipeline must fill; None: unknown)."""
         return None

@@ -635,7 +635,7 @@ def l2_waste_bytes(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev
         return 0.0
     from .sectors import traffic
     ttgir, dims, args = facts
-    tr = traffic(ttgir, rep, args, dims, kernel.float_args(cfg, point))
+    tr = traffic(ttgir, rep, args, dims, kernel.float_args(cfg, point), data=kernel.tensor_data(cfg, point))
     return tr.waste_bytes if tr is not None else 0.0
 
 
@@ -647,9 +647,10 @@ def stored_lines(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: 
         return None
     from .sectors import WALKED_GRANULE, store_lines
     ttgir, dims, args = facts
-    found = store_lines(ttgir, rep, args, dims, kernel.float_args(cfg, point))
+    fa, data = kernel.float_args(cfg, point), kernel.tensor_data(cfg, point)
+    found = store_lines(ttgir, rep, args, dims, fa, data=data)
     if found is not None and found.walks:     # its own next iterations write the rest: pieces of WALKED_GRANULE
-        found = store_lines(ttgir, rep, args, dims, kernel.float_args(cfg, point), granule=WALKED_GRANULE)
+        found = store_lines(ttgir, rep, args, dims, fa, granule=WALKED_GRANULE, data=data)
     return found
 
 

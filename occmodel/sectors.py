@@ -32,8 +32,10 @@ measured there: L1 hits across CTAs of one SM (the worst config reads from L2 ha
 several warps missing on one line at once (the best config reads 2.2x the lines counted).
 
 None when the kernel has no main loop, when the walk cannot reach it, or when a global access in its body
-cannot be evaluated (its pointer comes from loaded data, a tensor descriptor, an op not modelled) or sits
-in a loop inside it: a partial count would read as coalesced.
+cannot be evaluated (its pointer comes from loaded data not given, a tensor descriptor, an op not modelled)
+or sits in a loop inside it: a partial count would read as coalesced. Loaded data can be given (`data`: the
+launcher's CPU tensors, KernelCard.tensor_data): a load from such a tensor has its values, so a gather
+through loaded ids or coordinates has addresses and is counted like any other access.
 
 Contract: pure (string processing and numpy), no torch, no GPU. The values follow the TTGIR's types: i32
 arithmetic in int64 (no wrap-around), f32 in float32 (so an fp32 source coordinate truncates as the GPU's
@@ -134,8 +136,11 @@ class _Unknown(Exception):
 
 
 def traffic(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence[int],
-            float_args: Mapping[str, float] | None = None, samples: int = SAMPLES) -> SectorTraffic | None:
-    """The main loop's sector traffic (see the module doc); None when it cannot be counted."""
+            float_args: Mapping[str, float] | None = None, samples: int = SAMPLES,
+            data: Mapping[str, np.ndarray] | None = None) -> SectorTraffic | None:
+    """The main loop's sector traffic (see the module doc); None when it cannot be counted. `data`: the
+    tensors whose values are known (kernel argument -> flat array in memory order), so that a gather whose
+    addresses come from them is counted."""
     main = getattr(report, "main", None)
     if main is None or not ttgir:
         return None
@@ -146,7 +151,7 @@ def traffic(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence
     total = dims["x"] * dims["y"] * dims["z"]
     pid = np.unique(np.linspace(0, total - 1, max(1, min(samples, total))).round().astype(np.int64))
     try:
-        acc = _walk(ttgir, int_args, float_args or {}, pid, dims, target)
+        acc = _walk(ttgir, int_args, float_args or {}, pid, dims, target, data=data)
         if acc is None:
             return None
         n = len(pid)
@@ -185,12 +190,13 @@ class StoreLines:
 
 def store_lines(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence[int],
                 float_args: Mapping[str, float] | None = None, samples: int = SAMPLES,
-                granule: int = WRITE_GRANULE) -> StoreLines | None:
+                granule: int = WRITE_GRANULE, data: Mapping[str, np.ndarray] | None = None) -> StoreLines | None:
     """The main loop's stores' piece fill (StoreLines): the first iteration of sampled CTAs; where their pieces
     are not whole, of their neighbours at launch distances 1, 2, 4, ... (and those times the grid's x and
     x * y extents and the divisors its program id is split by) on either side -- who writes the rest, and
     how far off -- and of the same CTAs' second iteration. A kernel without a main loop: its body outside
-    every loop, as one iteration. Loads are not evaluated (a gather's pointer may come from loaded data).
+    every loop, as one iteration. Loads are not collected; their values are known only from `data` (as
+    traffic), so a scatter through loaded ids is counted only with them.
     None when the loop stores nothing or a store cannot be evaluated."""
     G = granule
     main = getattr(report, "main", None)
@@ -204,7 +210,7 @@ def store_lines(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequ
     fa = float_args or {}
     try:
         divisors: set = set()
-        acc = _walk(ttgir, int_args, fa, pid, dims, target, stores_only=True, divisors=divisors)
+        acc = _walk(ttgir, int_args, fa, pid, dims, target, stores_only=True, divisors=divisors, data=data)
         if acc is None or not acc[1]:
             return None
         own = [_written(acc[1], c) for c in range(len(pid))]
@@ -221,8 +227,8 @@ def store_lines(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequ
         units = {1, dims["x"], dims["x"] * dims["y"]} | {d for d in divisors if d < total}
         steps = sorted({u << k for u in units for k in range(span if u == 1 else 4) if 0 < u << k < total}) or [1]
         around = np.concatenate([far] + [np.clip(far + sgn * d, 0, total - 1) for d in steps for sgn in (-1, 1)])
-        got = _walk(ttgir, int_args, fa, around, dims, target, stores_only=True)
-        nxt = _walk(ttgir, int_args, fa, far, dims, target, iteration=1, stores_only=True)
+        got = _walk(ttgir, int_args, fa, around, dims, target, stores_only=True, data=data)
+        nxt = _walk(ttgir, int_args, fa, far, dims, target, iteration=1, stores_only=True, data=data)
         m, near, reach, walks, storing = len(far), 0.0, 0.0, 0, 0
         for c in range(m):
             mine = _written(got[1], c)
@@ -371,14 +377,17 @@ def _constant(rest: str) -> np.ndarray | None:
 
 def _walk(ttgir: str, int_args: Mapping[str, int], float_args: Mapping[str, float], pid: np.ndarray,
           dims: Mapping[str, int], target: int | None, iteration: int = 0,
-          stores_only: bool = False, divisors: set | None = None) -> tuple[list, list] | None:
+          stores_only: bool = False, divisors: set | None = None,
+          data: Mapping[str, np.ndarray] | None = None) -> tuple[list, list] | None:
     """Evaluate the kernel for the CTAs `pid` to the end of the main loop's first iteration; the body's
     (loads, stores), each (pointer, mask or None, element bytes). None when the main loop is never reached.
     `iteration` k > 0: the main loop's induction variable at lower bound + k x step (values it carries
     from one iteration to the next keep their initial ones); `stores_only`: loads are not collected (their
     pointers may come from loaded data); `divisors`: collects the integer divisors (> 1) the kernel divides
-    or takes remainders by (a 1-D grid's program id split into tile coordinates). `target` None: the kernel
-    has no main loop, and its body outside every loop counts as the one iteration."""
+    or takes remainders by (a 1-D grid's program id split into tile coordinates); `data`: the tensors whose
+    values are known (kernel argument -> flat array in memory order): a load from one has its values, so a
+    gather through them has addresses. `target` None: the kernel has no main loop, and its body outside
+    every loop counts as the one iteration."""
     if target is None and iteration:
         return None
     ids = {k: v for k, v in program_ids(pid, dims).items()}
@@ -434,7 +443,8 @@ def _walk(ttgir: str, int_args: Mapping[str, int], float_args: Mapping[str, floa
             (stores if op == "tt.store" else loads).append(access)
         if res is not None and op not in ("scf.for",):
             try:
-                v = None if op in _GLOBAL_LOADS or op == _ASYNC else _evaluate(op, rest, env, ids, dims)
+                v = _loaded(rest, env, data) if op in _GLOBAL_LOADS else \
+                    None if op == _ASYNC else _evaluate(op, rest, env, ids, dims)
             except (ValueError, TypeError, IndexError):
                 v = None
             if v is not None:
@@ -454,6 +464,40 @@ def _walk(ttgir: str, int_args: Mapping[str, int], float_args: Mapping[str, floa
         if depth <= 0:
             break
     return None
+
+
+def _loaded(rest: str, env: Mapping[str, Any], data: Mapping[str, np.ndarray] | None) -> Any:
+    """A tt.load's values when its pointer is an offset into a tensor of `data` (element = byte offset //
+    the pointer's element bytes): masked-off lanes take the load's `other` (0 without one); None when the
+    pointer or data is unknown, an unmasked lane falls outside the tensor, or an integer load reads float
+    data."""
+    ops = _operands(rest)
+    ptr = env.get(ops[0]) if ops else None
+    if not data or not isinstance(ptr, _P) or ptr.root not in data:
+        return None
+    t = _RESULT_PTR.search(rest.split(":", 1)[1] if ":" in rest else "")
+    eb = elem_bytes(t.group(1)) if t else 0
+    values = data[ptr.root]
+    if not eb or not values.size:
+        return None
+    is_float = t.group(1) in ("f16", "bf16", "f32", "f64") or t.group(1).startswith("f8")
+    if not is_float and values.dtype.kind == "f":
+        return None
+    idx = ptr.off // eb
+    keep = np.ones(idx.shape, bool)
+    if len(ops) > 1:                                  # masked: its lanes must be known
+        m = env.get(ops[1])
+        if m is None or isinstance(m, _P):
+            return None
+        keep = np.broadcast_to(np.asarray(m) != 0, np.broadcast_shapes(np.shape(m), idx.shape))
+        idx = np.broadcast_to(idx, keep.shape)
+    if np.any(keep & ((idx < 0) | (idx >= values.size))):
+        return None
+    got = values[np.where(keep, idx, 0)]
+    other = env.get(ops[2]) if len(ops) > 2 else None
+    fill = np.asarray(0 if other is None or isinstance(other, _P) else other)
+    out = np.where(keep, got, fill)
+    return out.astype(np.float32 if is_float else np.int64)
 
 
 def _access(op: str, rest: str, env: Mapping[str, Any], layouts: Mapping[str, tuple]) -> tuple:

@@ -422,6 +422,30 @@ def test_index_data_is_what_example_args_gives_on_the_cpu():
     assert meta_only.index_data({"BM": 64, "BN": 64, "BK": 32}, {"M": 64, "N": 64, "K": 64}) is None
 
 
+def test_tensor_data_reads_cpu_tensors_in_memory_order():
+    """tensor_data gives every CPU tensor of example_args with data, integer and float, in the order of the
+    bytes the kernel's pointer addresses: a transposed view reads down its storage, not its logical rows;
+    bf16 widens to float32. Meta tensors and scalars are not data."""
+    import numpy as np
+    import occmodel
+    import torch
+    from occmodel.card import import_file
+    mod = import_file(MM)
+    base = torch.arange(6, dtype=torch.int32).reshape(2, 3)
+
+    def args(cfg, point):
+        a = dict(zip([p.name for p in mod.mm_kernel.params], mod.example_args(cfg, point)))
+        return {**a, "A": base.t(), "B": torch.tensor([0.5, -2.0, 3.0], dtype=torch.bfloat16)}
+
+    kernel = occmodel.bare_kernel(mod.mm_kernel, launcher=occmodel.Launcher(example_args=args))
+    data = kernel.tensor_data({"BM": 64, "BN": 64, "BK": 32}, {"M": 64, "N": 64, "K": 64})
+    assert sorted(data) == ["A", "B"]
+    assert np.array_equal(data["A"], np.arange(6)) and data["A"].dtype == np.int64   # storage order
+    assert data["B"].tolist() == [0.5, -2.0, 3.0] and data["B"].dtype == np.float32
+    meta_only = occmodel.bare_kernel(mod.mm_kernel, launcher=occmodel.Launcher(example_args=mod.example_args))
+    assert meta_only.tensor_data({"BM": 64, "BN": 64, "BK": 32}, {"M": 64, "N": 64, "K": 64}) is None
+
+
 def test_an_example_args_that_needs_the_tunables_says_so():
     """A constexpr with no default whose example_args reads a tunable it was not given: the one-line
     error names the constexpr and why the example arguments could not give it (put it in BASELINE)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 triton = pytest.importorskip("triton")
@@ -76,13 +77,22 @@ def flat_pieces(X, Y, n_rows, PIECE: tl.constexpr, BLOCK: tl.constexpr):
     tl.store(Y + off, tl.load(X + off, mask=rows[:, None] < n_rows) * 2, mask=rows[:, None] < n_rows)
 
 
+@triton.jit
+def lane_gather(X, IDX, Y, n, BLOCK: tl.constexpr):
+    """Y[i] = X[IDX[i]] over the program's n elements, BLOCK a trip: each lane's address is data."""
+    base = tl.program_id(0) * n
+    for i0 in range(0, n, BLOCK):
+        offs = base + i0 + tl.arange(0, BLOCK)
+        tl.store(Y + offs, tl.load(X + tl.load(IDX + offs)))
+
+
 TILE_SIG = {"X": "*fp16", "Y": "*fp32", "M": "i32", "N": "i32", "stride_m": "i32", "stride_n": "i32"}
 
 
-def _traffic(fn, sig, consts, args, grid, warps=4):
+def _traffic(fn, sig, consts, args, grid, warps=4, data=None):
     res = compile_kernel(fn, sig, consts, arch="sm_90", num_warps=warps, num_stages=1, keep_ir=True)
     assert res.status == "ok", res.message
-    return traffic(res.ttgir, analyze(res), args, grid)
+    return traffic(res.ttgir, analyze(res), args, grid, data=data)
 
 
 def test_a_row_major_tile_uses_every_sector_byte():
@@ -127,6 +137,22 @@ def test_instruction_ids_group_what_one_warp_instruction_moves():
 def test_a_gather_through_loaded_indices_is_not_counted():
     sig = {"X": "*fp16", "IDX": "*i32", "Y": "*fp16", "N": "i32"}
     assert _traffic(row_gather, sig, {"BLOCK_N": 256}, {"N": 4096}, (1024,)) is None
+
+
+def test_a_gather_through_index_data_is_counted_from_the_indices():
+    """Given the index tensor's values (what rank takes from example_args' CPU tensors), the gather's lanes
+    have addresses: ids in order read X's lines whole; ids 32 elements apart put every lane on its own
+    line; the same kernel without the data is not counted at all."""
+    sig = {"X": "*fp32", "IDX": "*i32", "Y": "*fp32", "n": "i32"}
+    n, block = 1024, 256
+    count = lambda ids: _traffic(lane_gather, sig, {"BLOCK": block}, {"n": n}, (64,),
+                                 data={"IDX": ids} if ids is not None else None)
+    assert count(None) is None
+    in_order = count(np.arange(64 * n))
+    assert in_order.load_lines == 2 * block * 4 / 128 and in_order.waste_bytes == 0   # IDX's and X's lines
+    apart = count(np.arange(64 * n) * 32)
+    assert apart.load_lines == block * 4 / 128 + block          # IDX whole, then a line a lane of X
+    assert apart.waste_bytes == block * (128 - 4)
 
 
 def test_bilinear_nchw_gathers_waste_sectors_and_a_pixel_major_tile_does_not():
