@@ -249,6 +249,11 @@ def run(args) -> Report:
                          "tensor); each line a CTA-iteration loads with a plain load, and each line a warp's store "
                          "instruction writes, is a whole line's L2 time: the unused part is added to the tile's "
                          "bytes (measured on an H100: one-sector requests go at about the rate of whole lines)")
+    given = sorted({k for pt in points for k in (card.tensor_data(cfgs[0], pt) or {})}) if cfgs and compiled else []
+    if given:
+        agg.notes.append(f"addresses loaded from {', '.join(given)} come from the values example_args gives (CPU "
+                         "tensors with data): a gather through them is counted for those values, which stand for "
+                         "the real data (another draw, or real routing / coordinates, can touch other lines)")
     atomic = [i for i in range(len(cfgs)) if any(e.atomic_s for e in est[i])]
     if atomic:
         agg.notes.append(f"{len(atomic)} config(s) send global atomics that many CTAs aim at the same lines (the "
