@@ -44,6 +44,8 @@ default 2048; the pad tokens right-pad its sequences).
 
 from __future__ import annotations
 
+import functools
+
 import triton
 import triton.language as tl
 
@@ -325,8 +327,26 @@ def loop_iterations(cfg, point) -> int:
     return triton.cdiv(point["D"], cfg["BLOCK_D"])
 
 
+@functools.lru_cache(maxsize=4)
+def _ids_data(key: str):
+    """The point's token ids with data, on the CPU (rank reads the atomics' rows from them): drawn by
+    make_inputs' law (zipf_ids, the padding tokens set) from a generator of their own, in the ids dtype."""
+    import ast
+    import torch
+    point = dict(ast.literal_eval(key))
+    gen = torch.Generator().manual_seed(0)
+    T, V, pidx = point["T"], point["V"], point.get("padding_idx")
+    ids = zipf_ids(T, V, gen, "cpu")
+    if pidx is not None:
+        ids = torch.where(ids == pidx, (ids + 1) % V, ids)
+        if _pad_count(point):
+            ids[right_padding(T, _pad_count(point), point.get("seq", PAD_SEQ), gen, "cpu")] = pidx
+    return ids.to(_id_dtype(point.get("ids", "int64")))
+
+
 def example_args(cfg, point) -> dict:
-    """The launch arguments of `_kernel` for `cfg` at `point`, on the meta device (no memory).
+    """The launch arguments of `_kernel` for `cfg` at `point`: the ids with data (_ids_data), the rest on the
+    meta device (no memory).
     grad_out and grad_weight stand in as the [T - pad, D] rows that are read and added to
     (bytes_moved's count): the kernel sees them only through their pointers, dtypes and row
     strides (D, the real ones), and takes T from ids, so the stand-ins specialize and compile
@@ -335,7 +355,7 @@ def example_args(cfg, point) -> dict:
     dt, it = _torch_dtype(point.get("dtype", "bf16")), _id_dtype(point.get("ids", "int64"))
     T, D = point["T"], point["D"]
     n = T - _pad_count(point)
-    ids = torch.empty((T,), dtype=it, device="meta")
+    ids = _ids_data(repr(sorted(point.items())))
     grad_out = torch.empty((n, D), dtype=dt, device="meta")
     grad_weight = torch.empty((n, D), dtype=torch.float32, device="meta")
     pidx = point.get("padding_idx")

@@ -25,7 +25,8 @@ of the iteration share is fetched once: the L1 keeps it) and, separately, those 
 
 The L2 serves requests, each one line's sectors, at about the rate of whole lines (measured with Nsight
 Compute, reports/GPU_NOTES.md 31): a line counts 128 bytes whether the CTA uses 2 of them or all. Loads
-count each distinct line once (the L1 serves the second ask); stores are not merged, so each warp
+count each distinct line once (the L1 serves the second ask); stores -- and global atomics, which cost about
+what stores to the same lines cost (reports/GPU_NOTES.md 38) -- are not merged, so each warp
 instruction's lines count (the #blocked layout says which elements one instruction moves) -- on the four
 bilinear configs profiled, within 2 % of the measured write requests. What the load count leaves out,
 measured there: L1 hits across CTAs of one SM (the worst config reads from L2 half the lines counted) and
@@ -76,6 +77,7 @@ _IDENTITY = ("ttg.convert_layout", "arith.extsi", "arith.extui", "arith.trunci",
 _DIVIDES = ("arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.ceildivsi", "arith.floordivsi")
 _GLOBAL_LOADS = ("tt.load",)                   # counted; a pipelined cp.async tile is not (module doc)
 _ASYNC = "ttg.async_copy_global_to_local"
+_ATOMICS = ("tt.atomic_rmw", "tt.atomic_cas")    # counted with the stores in traffic (not in store_lines)
 _OPAQUE_ACCESS = ("tt.descriptor_load", "tt.descriptor_store", "ttng.async_tma_copy_global_to_local",
                   "ttng.async_tma_copy_local_to_global", "tt.descriptor_gather", "tt.descriptor_scatter")
 
@@ -151,7 +153,7 @@ def traffic(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence
     total = dims["x"] * dims["y"] * dims["z"]
     pid = np.unique(np.linspace(0, total - 1, max(1, min(samples, total))).round().astype(np.int64))
     try:
-        acc = _walk(ttgir, int_args, float_args or {}, pid, dims, target, data=data)
+        acc = _walk(ttgir, int_args, float_args or {}, pid, dims, target, data=data, atomics=True)
         if acc is None:
             return None
         n = len(pid)
@@ -378,7 +380,7 @@ def _constant(rest: str) -> np.ndarray | None:
 def _walk(ttgir: str, int_args: Mapping[str, int], float_args: Mapping[str, float], pid: np.ndarray,
           dims: Mapping[str, int], target: int | None, iteration: int = 0,
           stores_only: bool = False, divisors: set | None = None,
-          data: Mapping[str, np.ndarray] | None = None) -> tuple[list, list] | None:
+          data: Mapping[str, np.ndarray] | None = None, atomics: bool = False) -> tuple[list, list] | None:
     """Evaluate the kernel for the CTAs `pid` to the end of the main loop's first iteration; the body's
     (loads, stores), each (pointer, mask or None, element bytes). None when the main loop is never reached.
     `iteration` k > 0: the main loop's induction variable at lower bound + k x step (values it carries
@@ -386,7 +388,9 @@ def _walk(ttgir: str, int_args: Mapping[str, int], float_args: Mapping[str, floa
     pointers may come from loaded data); `divisors`: collects the integer divisors (> 1) the kernel divides
     or takes remainders by (a 1-D grid's program id split into tile coordinates); `data`: the tensors whose
     values are known (kernel argument -> flat array in memory order): a load from one has its values, so a
-    gather through them has addresses. `target` None: the kernel has no main loop, and its body outside
+    gather through them has addresses; `atomics`: global atomics count with the stores (each warp
+    instruction's lines a request: they cost about what stores to the same lines cost, reports/GPU_NOTES.md
+    38). `target` None: the kernel has no main loop, and its body outside
     every loop counts as the one iteration."""
     if target is None and iteration:
         return None
@@ -435,12 +439,14 @@ def _walk(ttgir: str, int_args: Mapping[str, int], float_args: Mapping[str, floa
                 depth_main = depth
             elif depth_main is not None:
                 inner.append(depth)
-        elif depth_main is not None and (op in _GLOBAL_LOADS or op == "tt.store" or op in _OPAQUE_ACCESS) \
+        elif depth_main is not None and (op in _GLOBAL_LOADS or op == "tt.store" or op in _OPAQUE_ACCESS
+                                         or (atomics and op in _ATOMICS)) \
                 and not (stores_only and op != "tt.store"):
             if inner or op in _OPAQUE_ACCESS:
                 raise _Unknown(op)
-            access = _access(op, rest, env, layouts if op == "tt.store" else {})
-            (stores if op == "tt.store" else loads).append(access)
+            writes = op == "tt.store" or op in _ATOMICS
+            access = _access(op, rest, env, layouts if writes else {})
+            (stores if writes else loads).append(access)
         if res is not None and op not in ("scf.for",):
             try:
                 v = _loaded(rest, env, data) if op in _GLOBAL_LOADS else \
@@ -508,8 +514,10 @@ def _access(op: str, rest: str, env: Mapping[str, Any], layouts: Mapping[str, tu
     t = _RESULT_PTR.search(rest.split(":", 1)[1] if ":" in rest else "")
     if not isinstance(ptr, _P) or t is None or not elem_bytes(t.group(1)):
         raise _Unknown(op)
-    if op == "tt.store":
+    if op in ("tt.store", "tt.atomic_rmw"):           # (pointer, value, mask); atomic_cas has no mask
         mask_name = ops[2] if len(ops) > 2 else None
+    elif op == "tt.atomic_cas":
+        mask_name = None
     else:
         mask_name = ops[1] if len(ops) > 1 else None
     mask = None

@@ -156,7 +156,12 @@ def test_launcher_hooks_agree_with_shapes():
             N, C, Hh, W = p["N"], p["C"], p["H"], p["W"]
             OH, OW = mod.out_size(Hh, 3, 2, p["pad"]), mod.out_size(W, 3, 2, p["pad"])
             args = mod.example_args(cfg, p)
-            assert all(getattr(v, "device", None) is None or v.device.type == "meta" for v in args.values())
+            # the argmax indices with data (make_inputs' seed-0 draw: rank reads the scatter from them), the
+            # rest on meta
+            assert all(getattr(v, "device", None) is None or v.device.type == "meta" for k, v in args.items()
+                       if k != "IDX")
+            assert args["IDX"].device.type == "cpu" and args["IDX"].shape == (N, C, OH, OW)
+            assert int(args["IDX"].min()) >= 0 and int(args["IDX"].max()) < Hh * W
             assert args["GO"].shape == (N, C, OH, OW) and args["GO"].dtype == dts[p["dtype"]]
             assert args["IDX"].dtype == (torch.int64 if p["idx"] == "int64" else torch.int32)
             assert args["GI"].shape == (N, C, Hh, W)

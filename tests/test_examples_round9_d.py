@@ -186,7 +186,14 @@ def test_launcher_hooks_agree_with_shapes():
             e = 4 if p["dtype"] == "fp32" else 2
             ib = 4 if p.get("ids", "int64") == "int32" else 8
             args = mod.example_args(cfg, p)
-            assert all(getattr(v, "device", None) is None or v.device.type == "meta" for v in args.values())
+            # the ids with data (rank reads the atomics' rows from them: in [0, V), padding tokens at
+            # padding_idx), the rest on meta
+            assert all(getattr(v, "device", None) is None or v.device.type == "meta" for k, v in args.items()
+                       if k != "IDS")
+            ids = args["IDS"]
+            assert ids.device.type == "cpu" and 0 <= int(ids.min()) and int(ids.max()) < p["V"]
+            if p.get("padding_idx") is not None:
+                assert int((ids == p["padding_idx"]).sum()) == p["pad"]
             assert H.meta_nbytes(args) == mod.bytes_moved(p) == T * ib + n * D * (e + 4) > 50 * 2**20, p
             assert args["IDS"].shape == (T,) and args["IDS"].element_size() == ib
             assert args["GRAD"].shape == (n, D) and args["GRAD"].element_size() == e

@@ -86,6 +86,15 @@ def lane_gather(X, IDX, Y, n, BLOCK: tl.constexpr):
         tl.store(Y + offs, tl.load(X + tl.load(IDX + offs)))
 
 
+@triton.jit
+def lane_scatter_add(X, IDX, Y, n, BLOCK: tl.constexpr):
+    """Y[IDX[i]] += X[i] (fp32 atomics) over the program's n elements, BLOCK a trip."""
+    base = tl.program_id(0) * n
+    for i0 in range(0, n, BLOCK):
+        offs = base + i0 + tl.arange(0, BLOCK)
+        tl.atomic_add(Y + tl.load(IDX + offs), tl.load(X + offs), sem="relaxed")
+
+
 TILE_SIG = {"X": "*fp16", "Y": "*fp32", "M": "i32", "N": "i32", "stride_m": "i32", "stride_n": "i32"}
 
 
@@ -153,6 +162,21 @@ def test_a_gather_through_index_data_is_counted_from_the_indices():
     apart = count(np.arange(64 * n) * 32)
     assert apart.load_lines == block * 4 / 128 + block          # IDX whole, then a line a lane of X
     assert apart.waste_bytes == block * (128 - 4)
+
+
+def test_a_scatter_of_atomics_counts_its_lines_per_warp_instruction():
+    """Atomics count as stores do (each warp instruction's lines a request; GPU_NOTES 38 measured them at
+    about a store's cost): ids in order add into whole lines; ids 32 apart send each lane's add to its own
+    line. Without the ids the scatter's addresses are unknown and nothing is counted."""
+    sig = {"X": "*fp32", "IDX": "*i32", "Y": "*fp32", "n": "i32"}
+    n, block = 1024, 256
+    count = lambda ids: _traffic(lane_scatter_add, sig, {"BLOCK": block}, {"n": n}, (64,),
+                                 data={"IDX": ids} if ids is not None else None)
+    assert count(None) is None
+    in_order, apart = count(np.arange(64 * n)), count(np.arange(64 * n) * 32)
+    assert in_order.store_bytes == apart.store_bytes == block * 4
+    assert in_order.store_requests == block * 4 / 128 and in_order.waste_bytes == 0
+    assert apart.store_requests == block and apart.waste_bytes == block * (128 - 4)
 
 
 def test_bilinear_nchw_gathers_waste_sectors_and_a_pixel_major_tile_does_not():
