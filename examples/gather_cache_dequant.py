@@ -39,6 +39,7 @@ scale; "bf16": passthrough), spare (free cache blocks beyond those the table use
 
 from __future__ import annotations
 
+import functools
 import random
 
 import triton
@@ -345,15 +346,36 @@ def loop_iterations(cfg, point) -> int:
     return cfg["TILES_PER_CTA"] * triton.cdiv(point["D"], cfg["BLOCK_D"])
 
 
+@functools.lru_cache(maxsize=4)
+def _table_data(key: str):
+    """The point's block table and cu_seq_lens with data, on the CPU (rank reads the gathered pages from them):
+    make_inputs' seed-0 draw of them (the cache itself is not drawn)."""
+    import ast
+    import torch
+    point = dict(ast.literal_eval(key))
+    lens, _, max_blocks, num_blocks = _shape(point)
+    cpu = torch.Generator().manual_seed(0)
+    perm = torch.randperm(num_blocks, generator=cpu).to(torch.int32)
+    bt = torch.randint(0, num_blocks, (point["B"], max_blocks), generator=cpu, dtype=torch.int32)
+    at = 0
+    for b, n in enumerate(lens):
+        k = -(-n // point["page"])
+        bt[b, :k] = perm[at:at + k]
+        at += k
+    cu = torch.zeros(point["B"] + 1, dtype=torch.int32)
+    cu[1:] = torch.cumsum(torch.tensor(lens, dtype=torch.int64), 0).to(torch.int32)
+    return bt, cu
+
+
 def example_args(cfg, point) -> dict:
-    """The launch arguments of `_kernel` for `cfg` at `point`, on the meta device (no memory)."""
+    """The launch arguments of `_kernel` for `cfg` at `point`: the block table and cu_seq_lens with data
+    (_table_data), the rest on the meta device (no memory)."""
     import torch
     _check_cfg(cfg)
     lens, total, max_blocks, num_blocks = _shape(point)
     B = point["B"]
     cache = torch.empty((num_blocks, point["page"], point["D"]), dtype=_torch_dtype(_dtype(point)), device="meta")
     scale = torch.empty((1,), dtype=torch.float32, device="meta")
-    bt = torch.empty((B, max_blocks), dtype=torch.int32, device="meta")
-    cu = torch.empty((B + 1,), dtype=torch.int32, device="meta")
+    bt, cu = _table_data(repr(sorted(point.items())))
     out = torch.empty((total, point["D"]), dtype=torch.bfloat16, device="meta")
     return _kernel_args(cache, scale, bt, cu, out, B, total, cfg)

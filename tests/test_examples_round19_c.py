@@ -176,7 +176,11 @@ def test_hooks_agree_with_shapes():
             lens = mod.seq_lens(p)
             total, B, D = sum(lens), p["B"], p["D"]
             args = mod.example_args(cfg, p)
-            assert all(getattr(v, "device", None) is None or v.device.type == "meta" for v in args.values())
+            # the block table and cu_seq_lens with data (rank reads the gathered pages from them), the rest on meta
+            assert all(getattr(v, "device", None) is None or v.device.type == "meta" for k, v in args.items()
+                       if k not in ("BT", "CU"))
+            assert args["CU"].tolist() == [0] + list(itertools.accumulate(lens))
+            assert args["BT"].device.type == "cpu" and int(args["BT"].max()) < args["CACHE"].shape[0]
             assert args["CACHE"].shape[1:] == (p["page"], D) and args["OUT"].shape == (total, D)
             assert args["CACHE"].dtype == (torch.float8_e4m3fn if p["dtype"] == "fp8" else torch.bfloat16)
             assert args["OUT"].dtype == torch.bfloat16 and args["IS_FP8"] == (p["dtype"] == "fp8")
