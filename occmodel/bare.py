@@ -19,6 +19,8 @@ What a card states by hand comes, for a bare kernel, from the user's inputs:
 
 from __future__ import annotations
 
+import functools
+
 import inspect
 import math
 from dataclasses import dataclass, field
@@ -440,6 +442,12 @@ def _int_values(v: Any):
         return None
     if not str(getattr(v, "dtype", "")).startswith(("torch.int", "torch.uint")):
         return None
+    return _flat_ints(v, getattr(v, "_version", 0))
+
+
+@functools.lru_cache(maxsize=16)
+def _flat_ints(v: Any, version: int):
+    """_int_values' conversion, kept for the last few tensors (as _converted)."""
     import numpy as np
     return np.asarray(v.detach().reshape(-1).numpy(), dtype=np.int64)
 
@@ -447,12 +455,19 @@ def _int_values(v: Any):
 def _memory_values(v: Any):
     """A CPU integer or float tensor's elements in memory order, from its first element to its last one
     (a strided view's gaps included), as a flat numpy array: int64 for integers (bool too), float32 for
-    floating point (fp16 / bf16 widened); None for anything else (a meta tensor, a scalar). Duck-typed."""
+    floating point (fp16 / bf16 widened); None for anything else (a meta tensor, a scalar). Duck-typed.
+    The same tensor, unchanged since (its version counter), is converted once: rank asks per config."""
     if getattr(getattr(v, "device", None), "type", None) != "cpu" or not hasattr(v, "as_strided"):
         return None
     kind = str(getattr(v, "dtype", ""))
     if not kind.startswith(("torch.int", "torch.uint", "torch.float", "torch.bfloat", "torch.half", "torch.bool")):
         return None
+    return _converted(v, getattr(v, "_version", 0), kind)
+
+
+@functools.lru_cache(maxsize=16)
+def _converted(v: Any, version: int, kind: str):
+    """_memory_values' conversion, kept for the last few tensors (holding them keeps their ids unique)."""
     import numpy as np
     t = v.detach()
     if t.numel() == 0 or any(st < 0 for st in t.stride()):
