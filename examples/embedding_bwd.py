@@ -240,15 +240,10 @@ def make_inputs(point, seed: int = 0, device: str = "cuda") -> dict:
     dt, it = _torch_dtype(point.get("dtype", "bf16")), _id_dtype(point.get("ids", "int64"))
     T, D, V = point["T"], point["D"], point["V"]
     pidx = point.get("padding_idx")
-    pad = _pad_count(point)
     if pidx is not None and not 0 <= pidx < V:
         raise ValueError(f"padding_idx={pidx} must be in [0, V={V})")
     grad_out = torch.randn((T, D), generator=gen, device=device).to(dt)
-    ids = zipf_ids(T, V, gen, device)
-    if pidx is not None:
-        ids = torch.where(ids == pidx, (ids + 1) % V, ids)
-        if pad:
-            ids[right_padding(T, pad, point.get("seq", PAD_SEQ), gen, device)] = pidx
+    ids = _draw_ids(point, gen, device)
     return {"grad_out": grad_out, "ids": ids.to(it), "grad_weight": prior_grad(V, D, device),
             "padding_idx": pidx}
 
@@ -334,14 +329,21 @@ def _ids_data(key: str):
     import ast
     import torch
     point = dict(ast.literal_eval(key))
-    gen = torch.Generator().manual_seed(0)
+    return _draw_ids(point, torch.Generator().manual_seed(0), "cpu").to(_id_dtype(point.get("ids", "int64")))
+
+
+def _draw_ids(point, gen, device):
+    """The point's token ids from `gen` (int64): zipf_ids, a real token never drawing padding_idx (moved to
+    the next id), then the padding tokens from right_padding set to it."""
+    import torch
     T, V, pidx = point["T"], point["V"], point.get("padding_idx")
-    ids = zipf_ids(T, V, gen, "cpu")
+    ids = zipf_ids(T, V, gen, device)
     if pidx is not None:
         ids = torch.where(ids == pidx, (ids + 1) % V, ids)
-        if _pad_count(point):
-            ids[right_padding(T, _pad_count(point), point.get("seq", PAD_SEQ), gen, "cpu")] = pidx
-    return ids.to(_id_dtype(point.get("ids", "int64")))
+        pad = _pad_count(point)
+        if pad:
+            ids[right_padding(T, pad, point.get("seq", PAD_SEQ), gen, device)] = pidx
+    return ids
 
 
 def example_args(cfg, point) -> dict:

@@ -247,15 +247,7 @@ def make_inputs(point, seed: int = 0, device: str = "cuda") -> dict:
     lens, total, max_blocks, num_blocks = _shape(point)
     page, D = point["page"], point["D"]
     cpu = torch.Generator().manual_seed(seed)
-    perm = torch.randperm(num_blocks, generator=cpu).to(torch.int32)
-    bt = torch.randint(0, num_blocks, (point["B"], max_blocks), generator=cpu, dtype=torch.int32)  # unused tail
-    at = 0
-    for b, n in enumerate(lens):
-        k = -(-n // page)
-        bt[b, :k] = perm[at:at + k]
-        at += k
-    cu = torch.zeros(point["B"] + 1, dtype=torch.int32)
-    cu[1:] = torch.cumsum(torch.tensor(lens, dtype=torch.int64), 0).to(torch.int32)
+    bt, cu = _tables(point, cpu)
     gen = torch.Generator(device=device).manual_seed(seed)
     if dt == "fp8":
         cache = (torch.randn((num_blocks, page, D), generator=gen, device=device) * 4).to(torch.float8_e4m3fn)
@@ -352,11 +344,17 @@ def _table_data(key: str):
     make_inputs' seed-0 draw of them (the cache itself is not drawn)."""
     import ast
     import torch
-    point = dict(ast.literal_eval(key))
+    return _tables(dict(ast.literal_eval(key)), torch.Generator().manual_seed(0))
+
+
+def _tables(point, cpu):
+    """(block_table [B, max_blocks], cu_seq_lens [B + 1]) int32 on the CPU, drawn from the generator `cpu`:
+    each sequence's pages a slice of one permutation of the cache's blocks (the tail past its length random,
+    never read), the point's lengths as prefix sums."""
+    import torch
     lens, _, max_blocks, num_blocks = _shape(point)
-    cpu = torch.Generator().manual_seed(0)
     perm = torch.randperm(num_blocks, generator=cpu).to(torch.int32)
-    bt = torch.randint(0, num_blocks, (point["B"], max_blocks), generator=cpu, dtype=torch.int32)
+    bt = torch.randint(0, num_blocks, (point["B"], max_blocks), generator=cpu, dtype=torch.int32)  # unused tail
     at = 0
     for b, n in enumerate(lens):
         k = -(-n // point["page"])

@@ -20,7 +20,6 @@ What a card states by hand comes, for a bare kernel, from the user's inputs:
 from __future__ import annotations
 
 import functools
-
 import inspect
 import math
 from dataclasses import dataclass, field

@@ -486,7 +486,7 @@ def _loaded(rest: str, env: Mapping[str, Any], data: Mapping[str, np.ndarray] | 
     values = data[ptr.root]
     if not eb or not values.size:
         return None
-    is_float = t.group(1) in ("f16", "bf16", "f32", "f64") or t.group(1).startswith("f8")
+    is_float = t.group(1).startswith(("f", "bf"))     # f16 / bf16 / f32 / f64 / f8E4M3FN ...; else i1 ... i64
     if not is_float and values.dtype.kind == "f":
         return None
     idx = ptr.off // eb
