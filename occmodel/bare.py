@@ -246,6 +246,14 @@ class BareKernel(KernelCard):
         out = {k: _memory_values(v) for k, v in values.items()}
         return {k: v for k, v in out.items() if v is not None} or None
 
+    def tensor_bytes(self, cfg, point):
+        """The bytes every tensor of the launcher's example_args spans (meta tensors too), by parameter
+        name; None without example_args."""
+        values = self._example_values(cfg, point)
+        if values is None:
+            return None
+        return {k: n for k, n in ((k, _span_bytes(v)) for k, v in values.items()) if n is not None}
+
     def loop_iterations(self, cfg, point):
         f = self._hook("loop_iterations")
         return None if f is None else int(f(cfg, point))
@@ -442,6 +450,16 @@ def _int_values(v: Any):
     if not str(getattr(v, "dtype", "")).startswith(("torch.int", "torch.uint")):
         return None
     return _flat_ints(v, getattr(v, "_version", 0))
+
+
+def _span_bytes(v: Any) -> int | None:
+    """The bytes a tensor's elements span in memory, first to last (a strided view's gaps included);
+    None for anything that is not a tensor. Duck-typed: any device, the meta device included."""
+    if not all(hasattr(v, a) for a in ("shape", "stride", "element_size")):
+        return None
+    if any(int(n) == 0 for n in v.shape):
+        return 0
+    return (1 + sum((int(n) - 1) * abs(int(st)) for n, st in zip(v.shape, v.stride()))) * int(v.element_size())
 
 
 @functools.lru_cache(maxsize=16)

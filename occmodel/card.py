@@ -254,6 +254,12 @@ class KernelCard:
         computes its addresses from (a grid_sample's coordinates, a scatter's ids). None: none known."""
         return None
 
+    def tensor_bytes(self, cfg: Config, point: Mapping[str, Any]) -> dict[str, int] | None:
+        """The bytes each tensor argument of the launch spans at `point` (first to last element, a strided
+        view's gaps included), by parameter name, whether or not its values are known (a meta tensor's
+        too): how large an atomic's target is against the L2. None: unknown."""
+        return None
+
     def loop_iterations(self, cfg: Config, point: Mapping[str, Any]) -> int | None:
         """Main-loop iterations each CTA runs (what a num_stages pipeline must fill; None: unknown)."""
         return None

@@ -208,6 +208,7 @@ class PipelineReport:
     num_stages: int | None
     loops: tuple[LoopInfo, ...] = field(default_factory=tuple)
     exchange_elements: float = 0.0   # the widest cross-warp reduction outside every loop (LoopInfo's sense)
+    atomic_roots: tuple[str, ...] = ()   # the kernel arguments its global atomics update (tt.atomic_rmw / _cas)
 
     @property
     def main(self) -> LoopInfo | None:
@@ -567,7 +568,10 @@ def parse_ttgir(text: str, kernel: str = "", arch: str = "", num_stages: int | N
                            sum(b for ssa, (b, _, kind) in rec["smem"].items()
                                if ssa not in rec["dot_operands"] and kind in _REGISTER_USE), u, rec["arms"])
                   for rec, u in zip(loops, _unrolls(loops, defs)))
-    return PipelineReport(kernel, arch, num_stages, infos, top["exchange"])
+    atomics = [(no, re.search(r"tt\.atomic_(?:rmw|cas)\s+(?:[\w]+\s*,\s*)*(%[\w.#-]+)", ln))
+               for no, ln in enumerate(lines) if _OP.match(ln) and _OP.match(ln).group(2) in ("tt.atomic_rmw", "tt.atomic_cas")]
+    roots = tuple(dict.fromkeys(r for r in (root_of(m.group(1), no) for no, m in atomics if m) if r))
+    return PipelineReport(kernel, arch, num_stages, infos, top["exchange"], roots)
 
 
 def _unrolls(loops: list[dict], defs: Mapping[str, tuple[str, str]]) -> list[int]:

@@ -424,6 +424,8 @@ class Resources:
                               # counted): term (c) adds them to tile_bytes
     store_lines: Any = None   # sectors.StoreLines: how whole the lines the main loop's stores write are (None:
                               # not counted)
+    atomic_targets: tuple = ()  # per argument the global atomics update: (bytes it spans, the main loop's line
+                                # requests to it per CTA per iteration, None: not counted) (atomic_targets())
 
 
 @dataclass(frozen=True)
@@ -479,6 +481,8 @@ class Estimate:
     tile_bytes: float = 0.0         # the bytes the main loop's tile asks for per iteration
     partial_store_bytes: float = 0.0  # DRAM bytes per iteration of lines stored in part and evicted before
                                       # the rest of them is written (partial_store_bytes); in d
+    atomic_fill_bytes: float = 0.0  # DRAM bytes of the launch that global atomics read back and write again from
+                                    # a target the L2 let go (atomic_fill_bytes); in d, over the CTA-iterations
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -545,6 +549,7 @@ def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any
         streamed = 0 if rep is not None and rep.main is not None and any(ld.pipelined for ld in rep.main.loads) else tile
         rounds = far_rounds(load_waits, batches * hoist + gathers, streamed, plain)
     strips = operand_strips(kernel, cfg, point, ev, rep, its)
+    tr = loop_traffic(kernel, cfg, point, ev, rep)
     return Resources(blocks, threads, tile, ahead, int(ev.spills or 0), source,
                      reads, flops, u, issue, barriers, exchange, batches,
                      max(1, passes.count) if passes else 1, passes.first_bytes if passes else 0,
@@ -553,8 +558,9 @@ def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any
                                 strips.distinct_bytes() if strips is not None else None),
                      atomic_requests(kernel, cfg, point, ev), waits, chain, 0.0 if ahead else gathers,
                      0.0 if ahead else rounds, bound_waits=bound_waits(getattr(ev, "result", None), rep, nest[1]),
-                     spill_loop=spill, spill_once=spill_once, waste_bytes=l2_waste_bytes(kernel, cfg, point, ev, rep),
-                     store_lines=stored_lines(kernel, cfg, point, ev, rep))
+                     spill_loop=spill, spill_once=spill_once, waste_bytes=tr.waste_bytes if tr is not None else 0.0,
+                     store_lines=stored_lines(kernel, cfg, point, ev, rep),
+                     atomic_targets=atomic_targets(kernel, cfg, point, rep, tr))
 
 
 # A main loop whose trip count is read from memory (bound_waits). Session 19, development (rounds 1-18, 216
@@ -626,17 +632,66 @@ def _launch_facts(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev:
     return None if dims is None or args is None else (ttgir, dims, args)
 
 
-def l2_waste_bytes(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any, rep: Any) -> float:
-    """The bytes per CTA per iteration the main loop's plain global loads and stores make the L2 move
-    without asking for them: its requests are whole 128-byte lines (occmodel.sectors.SectorTraffic.
-    waste_bytes, from the compiled TTGIR and the launch's scalar arguments); 0 when not counted."""
+def loop_traffic(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any, rep: Any) -> Any:
+    """The main loop's L2 traffic per CTA per iteration (occmodel.sectors.SectorTraffic, from the compiled
+    TTGIR, the launch's scalar arguments and the tensors the launcher gives with data); None when not
+    counted."""
     facts = _launch_facts(kernel, cfg, point, ev)
     if facts is None or rep is None:
-        return 0.0
+        return None
     from .sectors import traffic
     ttgir, dims, args = facts
-    tr = traffic(ttgir, rep, args, dims, kernel.float_args(cfg, point), data=kernel.tensor_data(cfg, point))
+    return traffic(ttgir, rep, args, dims, kernel.float_args(cfg, point), data=kernel.tensor_data(cfg, point))
+
+
+def l2_waste_bytes(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any, rep: Any) -> float:
+    """The bytes per CTA per iteration the main loop's plain global loads and stores make the L2 move
+    without asking for them: its requests are whole 128-byte lines (SectorTraffic.waste_bytes of
+    loop_traffic); 0 when not counted."""
+    tr = loop_traffic(kernel, cfg, point, ev, rep)
     return tr.waste_bytes if tr is not None else 0.0
+
+
+def atomic_targets(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], rep: Any, tr: Any) -> tuple:
+    """Per kernel argument the global atomics update (the TTGIR's, pipeline.PipelineReport.atomic_roots):
+    (the bytes the tensor spans at `point`, the main loop's line requests to it per CTA per iteration from
+    `tr` (loop_traffic), None when the walk did not count them). () when no atomic or no size is known."""
+    roots = getattr(rep, "atomic_roots", ()) if rep is not None else ()
+    sizes = kernel.tensor_bytes(cfg, point) if roots else None
+    if not sizes:
+        return ()
+    counted = dict(tr.atomic_requests) if tr is not None else {}
+    return tuple((float(sizes[r]), counted.get(r)) for r in roots if r in sizes)
+
+
+# The read-modify-write of an atomic target the L2 cannot hold (atomic_fill_bytes). Found on
+# maxpool_bwd_scatter (round 21, development since): at its NCHW point (N 64, C 64, 147 x 147, fp32) the scatter
+# configs (GATHER 0: an fp32 atomic add per grad_out element into a zero-filled 354 MB grad_in) ran 555-615 us
+# on an H100 while the model put them at 288-362 us, among the fastest, beside gather configs that ran
+# 313-460 us (Spearman -0.47; reports/h200/rank_study_round21_h100.json). An atomic is done in the L2 on
+# the line's data: a line the zero-fill wrote and the L2 let go before its first add is read from DRAM again
+# and written back once more. The launcher's bytes_moved counts the target written once (the zero-fill's
+# secondary kernel declares it), not that read and second write. Only a target such a kernel of the launch
+# wrote (its secondary kernels' DRAM bytes cover it) is charged: where the atomics add into a tensor the
+# caller gives (embedding_bwd's gradient accumulation), the first touch of each line is a read the launcher
+# counts already (its payload), and charging it again moved that kernel's third point 0.41 -> 0.03.
+ATOMIC_LINE = 128     # bytes of one atomic line request (the L2 line)
+
+
+def atomic_fill_bytes(targets: Sequence[tuple], work: float, l2_bytes: float, filled: float) -> float:
+    """Extra DRAM bytes of a launch whose global atomics update a target larger than the L2 that the launch
+    wrote just before (a zero-fill: its secondary kernels write `filled` DRAM bytes, at least the target's):
+    per such target (atomic_targets), twice (read back and written again) the lines its atomics touch --
+    the target's span, or fewer when the main loop's counted requests over the launch's `work`
+    CTA-iterations are fewer -- times the share of them the L2 has let go (reread_miss of the target's
+    bytes). 0 without targets, without such a fill or without an L2 size."""
+    total = 0.0
+    for span, requests in targets:
+        if span > filled:
+            continue
+        touched = span if requests is None else min(span, requests * ATOMIC_LINE * work)
+        total += 2.0 * float(reread_miss(span, l2_bytes)) * touched
+    return total
 
 
 def stored_lines(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any, rep: Any) -> Any:
@@ -1109,6 +1164,8 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
     t = float(res.tile_bytes) + res.waste_bytes
     partial = partial_store_bytes(res.store_lines, t, min(grid, r.sms * B), nbytes, l2_bytes) if B > 0 else 0.0
     d += partial
+    fill = atomic_fill_bytes(res.atomic_targets, work, l2_bytes, sum(x.grid * x.iterations * x.dram_bytes for x in extra))
+    d += fill / work
     s = float(res.shared_reads)
     f = float(res.dot_flops) if res.dot_flops else flops / work
     common = dict(config=dict(cfg), point=point, source=res.source, blocks_per_sm=B, grid=grid, iterations=n,
@@ -1117,7 +1174,7 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
                   passes=res.passes, reread_miss=miss, hoist=res.hoist, revisit_bytes=revisit, dram_eff=res.dram_eff,
                   issue_slots=res.issue_per_iter, chain_cycles=res.chain_cycles, dependent_loads=res.gathers,
                   load_rounds=res.rounds, bound_waits=res.bound_waits, l2_waste_bytes=res.waste_bytes,
-                  tile_bytes=float(res.tile_bytes), partial_store_bytes=partial)
+                  tile_bytes=float(res.tile_bytes), partial_store_bytes=partial, atomic_fill_bytes=fill)
     if B <= 0:
         inf = math.inf
         return Estimate(fits=False, slots=0, waves=0, tail_ctas=0, latency_step_s=inf, dram_step_s=inf,

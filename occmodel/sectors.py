@@ -95,6 +95,7 @@ class SectorTraffic:
     store_lines: float = 0.0
     store_requests: float = 0.0   # the stores' L2 requests: each warp instruction's distinct lines, summed
                                   # (a #blocked layout's; the distinct lines for any other layout)
+    atomic_requests: tuple[tuple[str, float], ...] = ()   # of those, the global atomics': (argument, requests)
 
     @property
     def sector_bytes(self) -> float:
@@ -153,14 +154,16 @@ def traffic(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence
     total = dims["x"] * dims["y"] * dims["z"]
     pid = np.unique(np.linspace(0, total - 1, max(1, min(samples, total))).round().astype(np.int64))
     try:
-        acc = _walk(ttgir, int_args, float_args or {}, pid, dims, target, data=data, atomics=True)
+        sink: list = []
+        acc = _walk(ttgir, int_args, float_args or {}, pid, dims, target, data=data, atomics=True, atomic_sink=sink)
         if acc is None:
             return None
         n = len(pid)
         (ls, lb, ll, _), (ss, sb, sl, sr) = _count(acc[0], n), _count(acc[1], n)
+        atom = tuple((r, _count([a for a in sink if a[0].root == r], n)[3]) for r in dict.fromkeys(a[0].root for a in sink))
     except (_Unknown, ValueError, TypeError, IndexError, KeyError):
         return None                  # an access not evaluated, or shapes this reading of the TTGIR got wrong
-    return SectorTraffic(ls, ss, lb, sb, n, ll, sl, sr)
+    return SectorTraffic(ls, ss, lb, sb, n, ll, sl, sr, atom)
 
 
 WRITE_GRANULE = 128  # bytes DRAM writes as one piece: the L2 line (see StoreLines) ...
@@ -380,7 +383,8 @@ def _constant(rest: str) -> np.ndarray | None:
 def _walk(ttgir: str, int_args: Mapping[str, int], float_args: Mapping[str, float], pid: np.ndarray,
           dims: Mapping[str, int], target: int | None, iteration: int = 0,
           stores_only: bool = False, divisors: set | None = None,
-          data: Mapping[str, np.ndarray] | None = None, atomics: bool = False) -> tuple[list, list] | None:
+          data: Mapping[str, np.ndarray] | None = None, atomics: bool = False,
+          atomic_sink: list | None = None) -> tuple[list, list] | None:
     """Evaluate the kernel for the CTAs `pid` to the end of the main loop's first iteration; the body's
     (loads, stores), each (pointer, mask or None, element bytes). None when the main loop is never reached.
     `iteration` k > 0: the main loop's induction variable at lower bound + k x step (values it carries
@@ -390,7 +394,7 @@ def _walk(ttgir: str, int_args: Mapping[str, int], float_args: Mapping[str, floa
     values are known (kernel argument -> flat array in memory order): a load from one has its values, so a
     gather through them has addresses; `atomics`: global atomics count with the stores (each warp
     instruction's lines a request: they cost about what stores to the same lines cost, reports/GPU_NOTES.md
-    38). `target` None: the kernel has no main loop, and its body outside
+    38), and are also appended to `atomic_sink` when given. `target` None: the kernel has no main loop, and its body outside
     every loop counts as the one iteration."""
     if target is None and iteration:
         return None
@@ -447,6 +451,8 @@ def _walk(ttgir: str, int_args: Mapping[str, int], float_args: Mapping[str, floa
             writes = op == "tt.store" or op in _ATOMICS
             access = _access(op, rest, env, layouts if writes else {})
             (stores if writes else loads).append(access)
+            if atomic_sink is not None and op in _ATOMICS:
+                atomic_sink.append(access)
         if res is not None and op not in ("scf.for",):
             try:
                 v = _loaded(rest, env, data) if op in _GLOBAL_LOADS else \

@@ -993,10 +993,11 @@ MEASURED = [
     # same machine start: reports/GPU_NOTES.md section 38)
     ("reports/h200/rank_study_round29_h100.json", None, None),
     ("reports/h200/rank_study_round29_fps_h100.json", None, None),
-    # round 30 in part, timed on an H100 in session 32 (conv3d_ndhwc in a second call on the same machine start;
-    # gnn_scatter_add not yet timed: reports/GPU_NOTES.md section 39)
+    # round 30, timed on an H100 in session 32 (conv3d_ndhwc in a second call on the same machine start;
+    # reports/GPU_NOTES.md section 39) and gnn_scatter_add on another H100 start in session 34 (section 41)
     ("reports/h200/rank_study_round30a_h100.json", None, None),
     ("reports/h200/rank_study_round30_conv3d_h100.json", None, None),
+    ("reports/h200/rank_study_round30_gnn_h100.json", None, None),
 ]
 
 

@@ -446,6 +446,26 @@ def test_tensor_data_reads_cpu_tensors_in_memory_order():
     assert meta_only.tensor_data({"BM": 64, "BN": 64, "BK": 32}, {"M": 64, "N": 64, "K": 64}) is None
 
 
+def test_tensor_bytes_spans_every_tensor_meta_ones_included():
+    """tensor_bytes: the bytes each tensor of example_args spans, first element to last, on any device --
+    a meta tensor's too (what rank weighs an atomic's target against the L2 with): a column slice of a
+    wider buffer spans its row pitch, not just its own elements. Scalars are left out."""
+    import occmodel
+    import torch
+    from occmodel.card import import_file
+    mod = import_file(MM)
+    wide = torch.empty((64, 256), dtype=torch.float16, device="meta")
+
+    def args(cfg, point):
+        a = dict(zip([p.name for p in mod.mm_kernel.params], mod.example_args(cfg, point)))
+        return {**a, "A": wide[:, :64]}
+
+    kernel = occmodel.bare_kernel(mod.mm_kernel, launcher=occmodel.Launcher(example_args=args))
+    sizes = kernel.tensor_bytes({"BM": 64, "BN": 64, "BK": 32}, {"M": 64, "N": 64, "K": 64})
+    assert sizes["A"] == (63 * 256 + 64) * 2                 # 63 row pitches and one 64-element row
+    assert all(not isinstance(v, bool) and v > 0 for v in sizes.values()) and "M" not in sizes
+
+
 def test_an_example_args_that_needs_the_tunables_says_so():
     """A constexpr with no default whose example_args reads a tunable it was not given: the one-line
     error names the constexpr and why the example arguments could not give it (put it in BASELINE)."""

@@ -366,8 +366,7 @@ def test_development_cases_are_every_timed_kernel_once():
         if legacy:
             seen += [k["kernel"] for k in json.loads((ROOT / legacy).read_text())["kernels"]]
     assert len(seen) == len(set(seen))
-    untimed = {"gnn_scatter_add"}          # declared (round 30), not yet timed: it stays out until it is
-    assert set(seen) == set(m.SWEEPS) - untimed
+    assert set(seen) == set(m.SWEEPS)
     import triton
     if triton.__version__ != "3.6.0":
         proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "rank_study.py"), "development", "--out",

@@ -179,6 +179,41 @@ def test_a_scatter_of_atomics_counts_its_lines_per_warp_instruction():
     assert apart.store_requests == block and apart.waste_bytes == block * (128 - 4)
 
 
+def test_the_atomics_requests_are_kept_apart_per_target_and_the_pipeline_names_the_target():
+    """SectorTraffic.atomic_requests: of the store requests, the global atomics', per argument (what
+    rank.atomic_fill_bytes caps a target's read-back with); PipelineReport.atomic_roots names Y even
+    without the ids, where the walk cannot count anything."""
+    sig = {"X": "*fp32", "IDX": "*i32", "Y": "*fp32", "n": "i32"}
+    res = compile_kernel(lane_scatter_add, sig, {"BLOCK": 256}, arch="sm_90", num_warps=4, num_stages=1, keep_ir=True)
+    rep = analyze(res)
+    assert rep.atomic_roots == ("Y",)
+    apart = traffic(res.ttgir, rep, {"n": 1024}, (64,), data={"IDX": np.arange(64 * 1024) * 32})
+    assert apart.atomic_requests == (("Y", 256.0),) and apart.store_requests == 256
+    tiles = _traffic(tile_sum, TILE_SIG, {"BLOCK_M": 64, "BLOCK_N": 64}, {"M": 4096, "N": 4096, "stride_m": 4096,
+                     "stride_n": 1}, (64,))
+    assert tiles.atomic_requests == () and analyze(compile_kernel(
+        tile_sum, TILE_SIG, {"BLOCK_M": 64, "BLOCK_N": 64}, arch="sm_90", num_warps=4, num_stages=1,
+        keep_ir=True)).atomic_roots == ()
+
+
+def test_atomics_into_a_target_larger_than_the_l2_read_it_back_and_write_it_again():
+    """rank.atomic_fill_bytes: a 354 MB target the launch zero-filled (maxpool_bwd_scatter's NCHW grad_in)
+    is read back and written again, all of it, when the atomics touch every line; under 0.2 x the L2 it
+    stays in the L2 and costs nothing; atomics that touch fewer lines than the target spans (counted
+    requests x 128 B over the launch's CTA-iterations) cost only those lines; a target no kernel of the
+    launch wrote (an accumulation into the caller's gradient) is the launcher's to count."""
+    from occmodel import rank as R
+
+    l2 = 50 * 2**20
+    big = 354e6
+    assert R.atomic_fill_bytes([(big, None)], 10_000, l2, big) == 2 * big          # lines not counted: all of it
+    assert R.atomic_fill_bytes([(big, 64.0)], 100_000, l2, big) == 2 * big         # 819 MB of requests: every line
+    assert R.atomic_fill_bytes([(big, 1.0)], 100_000, l2, big) == 2 * 128 * 100_000  # 12.8 MB of lines touched
+    assert R.atomic_fill_bytes([(0.1 * l2, None)], 10_000, l2, big) == 0.0
+    assert R.atomic_fill_bytes([(big, None)], 10_000, l2, 0.0) == 0.0               # not written by the launch
+    assert R.atomic_fill_bytes([], 10_000, l2, big) == 0.0
+
+
 def test_bilinear_nchw_gathers_waste_sectors_and_a_pixel_major_tile_does_not():
     """Round 22's bilinear_resize: NCHW fp16 (DeepLabV3+, 49 x 49 -> 193 x 193, a float scale) at BLOCK_C
     128 / 4 elements a thread / 2 warps is a 2-pixel x 128-channel tile: each channel plane gives 2 useful
