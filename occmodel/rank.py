@@ -549,7 +549,6 @@ def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any
         streamed = 0 if rep is not None and rep.main is not None and any(ld.pipelined for ld in rep.main.loads) else tile
         rounds = far_rounds(load_waits, batches * hoist + gathers, streamed, plain)
     strips = operand_strips(kernel, cfg, point, ev, rep, its)
-    tr = loop_traffic(kernel, cfg, point, ev, rep)
     return Resources(blocks, threads, tile, ahead, int(ev.spills or 0), source,
                      reads, flops, u, issue, barriers, exchange, batches,
                      max(1, passes.count) if passes else 1, passes.first_bytes if passes else 0,
@@ -558,9 +557,9 @@ def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any
                                 strips.distinct_bytes() if strips is not None else None),
                      atomic_requests(kernel, cfg, point, ev), waits, chain, 0.0 if ahead else gathers,
                      0.0 if ahead else rounds, bound_waits=bound_waits(getattr(ev, "result", None), rep, nest[1]),
-                     spill_loop=spill, spill_once=spill_once, waste_bytes=tr.waste_bytes if tr is not None else 0.0,
+                     spill_loop=spill, spill_once=spill_once, waste_bytes=l2_waste_bytes(kernel, cfg, point, ev, rep),
                      store_lines=stored_lines(kernel, cfg, point, ev, rep),
-                     atomic_targets=atomic_targets(kernel, cfg, point, rep, tr))
+                     atomic_targets=atomic_targets(kernel, cfg, point, ev, rep))
 
 
 # A main loop whose trip count is read from memory (bound_waits). Session 19, development (rounds 1-18, 216
@@ -632,36 +631,36 @@ def _launch_facts(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev:
     return None if dims is None or args is None else (ttgir, dims, args)
 
 
-def loop_traffic(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any, rep: Any) -> Any:
-    """The main loop's L2 traffic per CTA per iteration (occmodel.sectors.SectorTraffic, from the compiled
-    TTGIR, the launch's scalar arguments and the tensors the launcher gives with data); None when not
-    counted."""
-    facts = _launch_facts(kernel, cfg, point, ev)
-    if facts is None or rep is None:
-        return None
-    from .sectors import traffic
-    ttgir, dims, args = facts
-    return traffic(ttgir, rep, args, dims, kernel.float_args(cfg, point), data=kernel.tensor_data(cfg, point))
-
-
 def l2_waste_bytes(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any, rep: Any) -> float:
     """The bytes per CTA per iteration the main loop's plain global loads and stores make the L2 move
-    without asking for them: its requests are whole 128-byte lines (SectorTraffic.waste_bytes of
-    loop_traffic); 0 when not counted."""
-    tr = loop_traffic(kernel, cfg, point, ev, rep)
+    without asking for them: its requests are whole 128-byte lines (occmodel.sectors.SectorTraffic.
+    waste_bytes, from the compiled TTGIR, the launch's scalar arguments and the tensors the launcher gives
+    with data); 0 when not counted."""
+    facts = _launch_facts(kernel, cfg, point, ev)
+    if facts is None or rep is None:
+        return 0.0
+    from .sectors import traffic
+    ttgir, dims, args = facts
+    tr = traffic(ttgir, rep, args, dims, kernel.float_args(cfg, point), data=kernel.tensor_data(cfg, point))
     return tr.waste_bytes if tr is not None else 0.0
 
 
-def atomic_targets(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], rep: Any, tr: Any) -> tuple:
+def atomic_targets(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any, rep: Any) -> tuple:
     """Per kernel argument the global atomics update (the TTGIR's, pipeline.PipelineReport.atomic_roots):
-    (the bytes the tensor spans at `point`, the main loop's line requests to it per CTA per iteration from
-    `tr` (loop_traffic), None when the walk did not count them). () when no atomic or no size is known."""
+    (the bytes the tensor spans at `point`, the main loop's line requests to it per CTA per iteration --
+    occmodel.sectors.atomic_lines, a loop-less kernel's body as one iteration -- None when not counted).
+    () when no atomic or no size is known."""
     roots = getattr(rep, "atomic_roots", ()) if rep is not None else ()
     sizes = kernel.tensor_bytes(cfg, point) if roots else None
+    facts = _launch_facts(kernel, cfg, point, ev) if sizes else None
     if not sizes:
         return ()
-    counted = dict(tr.atomic_requests) if tr is not None else {}
-    return tuple((float(sizes[r]), counted.get(r)) for r in roots if r in sizes)
+    counted = None
+    if facts is not None:
+        from .sectors import atomic_lines
+        ttgir, dims, args = facts
+        counted = atomic_lines(ttgir, rep, args, dims, kernel.float_args(cfg, point), data=kernel.tensor_data(cfg, point))
+    return tuple((float(sizes[r]), (counted or {}).get(r)) for r in roots if r in sizes)
 
 
 # The read-modify-write of an atomic target the L2 cannot hold (atomic_fill_bytes). Found on

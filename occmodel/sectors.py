@@ -95,7 +95,6 @@ class SectorTraffic:
     store_lines: float = 0.0
     store_requests: float = 0.0   # the stores' L2 requests: each warp instruction's distinct lines, summed
                                   # (a #blocked layout's; the distinct lines for any other layout)
-    atomic_requests: tuple[tuple[str, float], ...] = ()   # of those, the global atomics': (argument, requests)
 
     @property
     def sector_bytes(self) -> float:
@@ -154,16 +153,39 @@ def traffic(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence
     total = dims["x"] * dims["y"] * dims["z"]
     pid = np.unique(np.linspace(0, total - 1, max(1, min(samples, total))).round().astype(np.int64))
     try:
-        sink: list = []
-        acc = _walk(ttgir, int_args, float_args or {}, pid, dims, target, data=data, atomics=True, atomic_sink=sink)
+        acc = _walk(ttgir, int_args, float_args or {}, pid, dims, target, data=data, atomics=True)
         if acc is None:
             return None
         n = len(pid)
         (ls, lb, ll, _), (ss, sb, sl, sr) = _count(acc[0], n), _count(acc[1], n)
-        atom = tuple((r, _count([a for a in sink if a[0].root == r], n)[3]) for r in dict.fromkeys(a[0].root for a in sink))
     except (_Unknown, ValueError, TypeError, IndexError, KeyError):
         return None                  # an access not evaluated, or shapes this reading of the TTGIR got wrong
-    return SectorTraffic(ls, ss, lb, sb, n, ll, sl, sr, atom)
+    return SectorTraffic(ls, ss, lb, sb, n, ll, sl, sr)
+
+
+def atomic_lines(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence[int],
+                 float_args: Mapping[str, float] | None = None, samples: int = SAMPLES,
+                 data: Mapping[str, np.ndarray] | None = None) -> dict[str, float] | None:
+    """Per kernel argument the global atomics update: the line requests (each warp instruction's distinct
+    128-byte lines) per CTA per main-loop iteration, the mean over sampled CTAs; a kernel without a main loop,
+    its body outside every loop as one iteration. Loads are not collected (as store_lines): an atomic whose
+    address comes from loaded ids is counted only when `data` gives them. None when an atomic's address
+    cannot be evaluated; {} when the main loop has none."""
+    main = getattr(report, "main", None)
+    dims = launch_dims(ttgir, grid) if ttgir else None
+    if dims is None:
+        return None
+    target = next(i for i, lp in enumerate(report.loops) if lp is main) if main is not None else None
+    total = dims["x"] * dims["y"] * dims["z"]
+    pid = np.unique(np.linspace(0, total - 1, max(1, min(samples, total))).round().astype(np.int64))
+    try:
+        sink: list = []
+        if _walk(ttgir, int_args, float_args or {}, pid, dims, target, stores_only=True, data=data, atomics=True,
+                 atomic_sink=sink) is None:
+            return None
+        return {r: _count([a for a in sink if a[0].root == r], len(pid))[3] for r in dict.fromkeys(a[0].root for a in sink)}
+    except (_Unknown, ValueError, TypeError, IndexError, KeyError):
+        return None
 
 
 WRITE_GRANULE = 128  # bytes DRAM writes as one piece: the L2 line (see StoreLines) ...
@@ -445,7 +467,7 @@ def _walk(ttgir: str, int_args: Mapping[str, int], float_args: Mapping[str, floa
                 inner.append(depth)
         elif depth_main is not None and (op in _GLOBAL_LOADS or op == "tt.store" or op in _OPAQUE_ACCESS
                                          or (atomics and op in _ATOMICS)) \
-                and not (stores_only and op != "tt.store"):
+                and not (stores_only and op != "tt.store" and not (atomics and op in _ATOMICS)):
             if inner or op in _OPAQUE_ACCESS:
                 raise _Unknown(op)
             writes = op == "tt.store" or op in _ATOMICS

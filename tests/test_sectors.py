@@ -179,21 +179,38 @@ def test_a_scatter_of_atomics_counts_its_lines_per_warp_instruction():
     assert apart.store_requests == block and apart.waste_bytes == block * (128 - 4)
 
 
-def test_the_atomics_requests_are_kept_apart_per_target_and_the_pipeline_names_the_target():
-    """SectorTraffic.atomic_requests: of the store requests, the global atomics', per argument (what
-    rank.atomic_fill_bytes caps a target's read-back with); PipelineReport.atomic_roots names Y even
-    without the ids, where the walk cannot count anything."""
+@triton.jit
+def row_scatter_add(G, IDX, W, D, BLOCK_T: tl.constexpr, BLOCK_D: tl.constexpr):
+    """W[IDX[t], :] += G[t, :] for a [BLOCK_T, BLOCK_D] tile a program, no loop (Liger's embedding backward)."""
+    ts = tl.program_id(0) * BLOCK_T + tl.arange(0, BLOCK_T)
+    cs = tl.program_id(1) * BLOCK_D + tl.arange(0, BLOCK_D)
+    ids = tl.load(IDX + ts)
+    g = tl.load(G + ts[:, None] * D + cs[None, :])
+    tl.atomic_add(W + ids[:, None] * D + cs[None, :], g)
+
+
+def test_the_atomics_line_requests_are_counted_per_target_and_the_pipeline_names_the_target():
+    """sectors.atomic_lines: each warp instruction's distinct lines, per CTA per iteration, per argument the
+    atomics update (what rank.atomic_fill_bytes caps a target's read-back with) -- a loop-less kernel's body
+    as the one iteration; without the ids the addresses are unknown (None). PipelineReport.atomic_roots names
+    the target either way; a kernel without atomics has none."""
+    from occmodel.sectors import atomic_lines
     sig = {"X": "*fp32", "IDX": "*i32", "Y": "*fp32", "n": "i32"}
     res = compile_kernel(lane_scatter_add, sig, {"BLOCK": 256}, arch="sm_90", num_warps=4, num_stages=1, keep_ir=True)
     rep = analyze(res)
     assert rep.atomic_roots == ("Y",)
-    apart = traffic(res.ttgir, rep, {"n": 1024}, (64,), data={"IDX": np.arange(64 * 1024) * 32})
-    assert apart.atomic_requests == (("Y", 256.0),) and apart.store_requests == 256
-    tiles = _traffic(tile_sum, TILE_SIG, {"BLOCK_M": 64, "BLOCK_N": 64}, {"M": 4096, "N": 4096, "stride_m": 4096,
-                     "stride_n": 1}, (64,))
-    assert tiles.atomic_requests == () and analyze(compile_kernel(
-        tile_sum, TILE_SIG, {"BLOCK_M": 64, "BLOCK_N": 64}, arch="sm_90", num_warps=4, num_stages=1,
-        keep_ir=True)).atomic_roots == ()
+    assert atomic_lines(res.ttgir, rep, {"n": 1024}, (64,), data={"IDX": np.arange(64 * 1024) * 32}) == {"Y": 256.0}
+    assert atomic_lines(res.ttgir, rep, {"n": 1024}, (64,), data={"IDX": np.arange(64 * 1024)}) == {"Y": 8.0}
+    assert atomic_lines(res.ttgir, rep, {"n": 1024}, (64,)) is None
+    rows = compile_kernel(row_scatter_add, {"G": "*fp32", "IDX": "*i64", "W": "*fp32", "D": "i32"},
+                          {"BLOCK_T": 32, "BLOCK_D": 128}, arch="sm_90", num_warps=4, num_stages=1, keep_ir=True)
+    rrep = analyze(rows)
+    assert rrep.main is None and rrep.atomic_roots == ("W",)
+    # 32 token rows of 128 fp32 columns: 4 lines a row, whatever rows the ids pick
+    assert atomic_lines(rows.ttgir, rrep, {"D": 4096}, (512, 32), data={"IDX": np.arange(16384) * 7 % 1000}) == {"W": 128.0}
+    plain = compile_kernel(tile_sum, TILE_SIG, {"BLOCK_M": 64, "BLOCK_N": 64}, arch="sm_90", num_warps=4, num_stages=1,
+                           keep_ir=True)
+    assert analyze(plain).atomic_roots == ()
 
 
 def test_atomics_into_a_target_larger_than_the_l2_read_it_back_and_write_it_again():

@@ -169,7 +169,7 @@ def run(args) -> Report:
                  ("shared_ns", "(d) shared ns"), ("tensor_ns", "(e) tensor ns"), ("issue_ns", "(f) issue ns"),
                  ("slots", "(f) slots/warp/iter"), ("chain", "(f) one-warp chain cycles/iter"), ("exchange_ns", "(g) exchange ns"),
                  ("barriers", "loop barriers"), ("reread_miss", "re-read L2 miss %"), ("revisit_mb", "tile-order re-read MB"),
-                 ("partial_mb", "partial-line store MB"),
+                 ("partial_mb", "partial-line store MB"), ("fill_mb", "atomic read-back MB"),
                  ("hoist", "latency waits/iter"), ("gathers", "dependent loads/iter"), ("rounds", "further load rounds/iter"),
                  ("bound_waits", "loaded-bound waits/CTA"), ("dram_eff", "DRAM share %"), ("atomic_us", "atomics us"),
                  ("waves_us", "main us"),
@@ -194,6 +194,7 @@ def run(args) -> Report:
                          "revisit_mb": round(e.revisit_bytes / 1e6, 1) if e.revisit_bytes else None,
                          "partial_mb": round(e.partial_store_bytes * e.grid * e.iterations / 1e6, 1)
                          if e.partial_store_bytes else None,
+                         "fill_mb": round(e.atomic_fill_bytes / 1e6, 1) if e.atomic_fill_bytes else None,
                          "hoist": round(e.hoist, 3) if compiled and not e.tiles_in_flight else None,
                          "gathers": round(e.dependent_loads, 3) if e.dependent_loads else None,
                          "rounds": round(e.load_rounds, 3) if e.load_rounds else None,
@@ -236,6 +237,14 @@ def run(args) -> Report:
                          "again): from the compiled kernel's store addresses, evaluated for sample CTAs and their "
                          "launch neighbours, with the L2 ramp of the re-read above; found on one H200 kernel "
                          "(a hash encoding storing 16 of each 256-byte output row a program: 3.5x slower)")
+    filled = [i for i in range(len(cfgs)) if any(e.atomic_fill_bytes for e in est[i])]
+    if filled:
+        agg.notes.append(f"{len(filled)} config(s) add with global atomics into a target the launch zero-filled "
+                         "(its secondary kernels' DRAM bytes cover it) and the L2 cannot hold: each line the atomics "
+                         "touch is read back from DRAM and written again (the `atomic read-back MB` column, charged to "
+                         "DRAM): the target's bytes from example_args, the lines from the compiled kernel's atomic "
+                         "addresses for sample CTAs (with the index data example_args gives), with the L2 ramp of the "
+                         "re-read above; seen with Nsight Compute on one H100 scatter (+358 MB read from DRAM)")
     short = [i for i in range(len(cfgs)) if any(e.dram_eff < 1 for e in est[i])]
     if short:
         agg.notes.append(f"{len(short)} config(s) read fewer than {R.DRAM_RUN_BYTES} contiguous bytes of each row per "
