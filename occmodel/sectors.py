@@ -143,15 +143,12 @@ def traffic(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence
     """The main loop's sector traffic (see the module doc); None when it cannot be counted. `data`: the
     tensors whose values are known (kernel argument -> flat array in memory order), so that a gather whose
     addresses come from them is counted."""
-    main = getattr(report, "main", None)
-    if main is None or not ttgir:
+    if getattr(report, "main", None) is None:
         return None
-    dims = launch_dims(ttgir, grid)
-    if dims is None:
+    got = _sampled(ttgir, report, grid, samples)
+    if got is None:
         return None
-    target = next(i for i, lp in enumerate(report.loops) if lp is main)
-    total = dims["x"] * dims["y"] * dims["z"]
-    pid = np.unique(np.linspace(0, total - 1, max(1, min(samples, total))).round().astype(np.int64))
+    dims, target, pid = got
     try:
         acc = _walk(ttgir, int_args, float_args or {}, pid, dims, target, data=data, atomics=True)
         if acc is None:
@@ -163,6 +160,18 @@ def traffic(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence
     return SectorTraffic(ls, ss, lb, sb, n, ll, sl, sr)
 
 
+def _sampled(ttgir: str, report: Any, grid: Sequence[int], samples: int, last: int = 1) -> tuple | None:
+    """(launch dims, the main loop's index -- None without one --, the sampled program ids: `samples` spread
+    evenly from the first CTA to the `last`-th from the end) of a launch; None when the grid is not known."""
+    dims = launch_dims(ttgir, grid) if ttgir else None
+    if dims is None:
+        return None
+    main = getattr(report, "main", None)
+    target = next(i for i, lp in enumerate(report.loops) if lp is main) if main is not None else None
+    end = max(0, dims["x"] * dims["y"] * dims["z"] - last)
+    return dims, target, np.unique(np.linspace(0, end, max(1, min(samples, end + 1))).round().astype(np.int64))
+
+
 def atomic_lines(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence[int],
                  float_args: Mapping[str, float] | None = None, samples: int = SAMPLES,
                  data: Mapping[str, np.ndarray] | None = None) -> dict[str, float] | None:
@@ -171,13 +180,10 @@ def atomic_lines(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Seq
     its body outside every loop as one iteration. Loads are not collected (as store_lines): an atomic whose
     address comes from loaded ids is counted only when `data` gives them. None when an atomic's address
     cannot be evaluated; {} when the main loop has none."""
-    main = getattr(report, "main", None)
-    dims = launch_dims(ttgir, grid) if ttgir else None
-    if dims is None:
+    got = _sampled(ttgir, report, grid, samples)
+    if got is None:
         return None
-    target = next(i for i, lp in enumerate(report.loops) if lp is main) if main is not None else None
-    total = dims["x"] * dims["y"] * dims["z"]
-    pid = np.unique(np.linspace(0, total - 1, max(1, min(samples, total))).round().astype(np.int64))
+    dims, target, pid = got
     try:
         sink: list = []
         if _walk(ttgir, int_args, float_args or {}, pid, dims, target, stores_only=True, data=data, atomics=True,
@@ -226,14 +232,11 @@ def store_lines(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequ
     traffic), so a scatter through loaded ids is counted only with them.
     None when the loop stores nothing or a store cannot be evaluated."""
     G = granule
-    main = getattr(report, "main", None)
-    dims = launch_dims(ttgir, grid) if ttgir else None
-    if dims is None:
+    got = _sampled(ttgir, report, grid, samples, last=2)   # the launch's last CTA may end its tensor mid-piece
+    if got is None:
         return None
-    target = next(i for i, lp in enumerate(report.loops) if lp is main) if main is not None else None
+    dims, target, pid = got
     total = dims["x"] * dims["y"] * dims["z"]
-    last = max(0, total - 2)                        # the launch's last CTA may end its tensor mid-piece
-    pid = np.unique(np.linspace(0, last, max(1, min(samples, last + 1))).round().astype(np.int64))
     fa = float_args or {}
     try:
         divisors: set = set()
