@@ -36,11 +36,10 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .layouts import Layouts, _ints
-from .pipeline import _OP, _PTR_TYPE, _STRINGS, _dims, _elem_bytes
+from .pipeline import _OP, _PTR_TYPE, _STRINGS, ATOMIC_OPS, _dims, _elem_bytes
 from .tile_order import _FOR, _SSA, _Ptr, _evaluate, _operands, _trips, kernel_args, launch_dims, program_ids
 
 LINE_BYTES = 128
-ATOMIC_OPS = ("tt.atomic_rmw", "tt.atomic_cas")
 _SCALAR = re.compile(r":\s*\(!tt\.ptr<(\w+)>")
 
 

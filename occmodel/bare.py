@@ -457,9 +457,12 @@ def _span_bytes(v: Any) -> int | None:
     None for anything that is not a tensor. Duck-typed: any device, the meta device included."""
     if not all(hasattr(v, a) for a in ("shape", "stride", "element_size")):
         return None
-    if any(int(n) == 0 for n in v.shape):
-        return 0
-    return (1 + sum((int(n) - 1) * abs(int(st)) for n, st in zip(v.shape, v.stride()))) * int(v.element_size())
+    return 0 if any(int(n) == 0 for n in v.shape) else _span(v) * int(v.element_size())
+
+
+def _span(t: Any) -> int:
+    """The elements a non-empty tensor's storage spans from its first element to its last."""
+    return 1 + sum((int(n) - 1) * abs(int(st)) for n, st in zip(t.shape, t.stride()))
 
 
 @functools.lru_cache(maxsize=16)
@@ -489,8 +492,7 @@ def _converted(v: Any, version: int, kind: str):
     t = v.detach()
     if t.numel() == 0 or any(st < 0 for st in t.stride()):
         return None
-    span = 1 + sum((n - 1) * st for n, st in zip(t.shape, t.stride()))
-    flat = t.as_strided((span,), (1,), t.storage_offset())
+    flat = t.as_strided((_span(t),), (1,), t.storage_offset())
     if kind.startswith(("torch.float", "torch.bfloat", "torch.half")):
         return np.asarray(flat.float().numpy(), dtype=np.float32)
     return np.asarray(flat.numpy(), dtype=np.int64)

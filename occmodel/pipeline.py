@@ -47,6 +47,7 @@ _SCALAR_PTR = re.compile(r":\s*!tt\.ptr<(\w+)>")
 _DESC = re.compile(r"!tt\.tensordesc<([0-9x]+)x(\w+)")
 _LOCREF = re.compile(r"loc\((#loc\d*)\)\s*$")
 _LOCDEF = re.compile(r"^(#loc\d*)\s*=\s*loc\((.*)\)\s*$")
+ATOMIC_OPS = ("tt.atomic_rmw", "tt.atomic_cas")   # global atomics (atomics, sectors, atomic_roots)
 _STRINGS = re.compile(r'"(?:[^"\\]|\\.)*"')
 _PTR_TYPE = re.compile(r"tensor<((?:\d+x)+)!tt\.ptr<(\w+)>,\s*(#[\w.]+(?:<\{.*?\}>)?)>")   # shape, dtype, layout
 _WAIT = re.compile(r"\{num = (\d+) : i32\}")
@@ -568,9 +569,9 @@ def parse_ttgir(text: str, kernel: str = "", arch: str = "", num_stages: int | N
                            sum(b for ssa, (b, _, kind) in rec["smem"].items()
                                if ssa not in rec["dot_operands"] and kind in _REGISTER_USE), u, rec["arms"])
                   for rec, u in zip(loops, _unrolls(loops, defs)))
-    atomics = [(no, re.search(r"tt\.atomic_(?:rmw|cas)\s+(?:[\w]+\s*,\s*)*(%[\w.#-]+)", ln))
-               for no, ln in enumerate(lines) if _OP.match(ln) and _OP.match(ln).group(2) in ("tt.atomic_rmw", "tt.atomic_cas")]
-    roots = tuple(dict.fromkeys(r for r in (root_of(m.group(1), no) for no, m in atomics if m) if r))
+    pointers = [(no, re.search(r"tt\.atomic_(?:rmw|cas)\s+(?:\w+\s*,\s*)*(%[\w.#-]+)", ln)) for no, ln in enumerate(lines)
+                if (m := _OP.match(ln)) and m.group(2) in ATOMIC_OPS]       # the pointer: the first SSA operand
+    roots = tuple(dict.fromkeys(r for r in (root_of(p.group(1), no) for no, p in pointers if p) if r))
     return PipelineReport(kernel, arch, num_stages, infos, top["exchange"], roots)
 
 

@@ -652,10 +652,9 @@ def atomic_targets(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev
     () when no atomic or no size is known."""
     roots = getattr(rep, "atomic_roots", ()) if rep is not None else ()
     sizes = kernel.tensor_bytes(cfg, point) if roots else None
-    facts = _launch_facts(kernel, cfg, point, ev) if sizes else None
     if not sizes:
         return ()
-    counted = None
+    counted, facts = None, _launch_facts(kernel, cfg, point, ev)
     if facts is not None:
         from .sectors import atomic_lines
         ttgir, dims, args = facts
@@ -674,9 +673,6 @@ def atomic_targets(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev
 # wrote (its secondary kernels' DRAM bytes cover it) is charged: where the atomics add into a tensor the
 # caller gives (embedding_bwd's gradient accumulation), the first touch of each line is a read the launcher
 # counts already (its payload), and charging it again moved that kernel's third point 0.41 -> 0.03.
-ATOMIC_LINE = 128     # bytes of one atomic line request (the L2 line)
-
-
 def atomic_fill_bytes(targets: Sequence[tuple], work: float, l2_bytes: float, filled: float) -> float:
     """Extra DRAM bytes of a launch whose global atomics update a target larger than the L2 that the launch
     wrote just before (a zero-fill: its secondary kernels write `filled` DRAM bytes, at least the target's):
@@ -684,11 +680,12 @@ def atomic_fill_bytes(targets: Sequence[tuple], work: float, l2_bytes: float, fi
     the target's span, or fewer when the main loop's counted requests over the launch's `work`
     CTA-iterations are fewer -- times the share of them the L2 has let go (reread_miss of the target's
     bytes). 0 without targets, without such a fill or without an L2 size."""
+    from .sectors import LINE
     total = 0.0
     for span, requests in targets:
         if span > filled:
             continue
-        touched = span if requests is None else min(span, requests * ATOMIC_LINE * work)
+        touched = span if requests is None else min(span, requests * LINE * work)
         total += 2.0 * float(reread_miss(span, l2_bytes)) * touched
     return total
 

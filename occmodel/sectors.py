@@ -51,7 +51,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .pipeline import _OP, _STRINGS
+from .pipeline import _OP, _STRINGS, ATOMIC_OPS
 from .tile_order import _BINARY, _CMP, _FOR, _iter_args, _operands, elem_bytes, launch_dims, program_ids
 
 SECTOR = 32
@@ -77,7 +77,7 @@ _IDENTITY = ("ttg.convert_layout", "arith.extsi", "arith.extui", "arith.trunci",
 _DIVIDES = ("arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.ceildivsi", "arith.floordivsi")
 _GLOBAL_LOADS = ("tt.load",)                   # counted; a pipelined cp.async tile is not (module doc)
 _ASYNC = "ttg.async_copy_global_to_local"
-_ATOMICS = ("tt.atomic_rmw", "tt.atomic_cas")    # counted with the stores in traffic (not in store_lines)
+_ATOMICS = ATOMIC_OPS      # counted with the stores in traffic (not in store_lines)
 _OPAQUE_ACCESS = ("tt.descriptor_load", "tt.descriptor_store", "ttng.async_tma_copy_global_to_local",
                   "ttng.async_tma_copy_local_to_global", "tt.descriptor_gather", "tt.descriptor_scatter")
 
