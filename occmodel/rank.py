@@ -38,8 +38,10 @@ and one iteration of the c co-resident CTAs takes about the slowest of (all time
                                                    waits per iteration left by ptxas issuing several
                                                    iterations' loads together (hoisting), g the loads
                                                    per iteration whose address waits for an earlier
-                                                   load's data (a gather's index, a bag's offsets:
-                                                   sass_chain.dependent_loads), each a latency more,
+                                                   load's data (a gather's index, a bag's offsets, an
+                                                   index a depth-1 cp.async ring brought: LDGSTS ->
+                                                   DEPBAR -> LDS -> LDG; sass_chain.dependent_loads),
+                                                   each a latency more,
                                                    r the further rounds of a trip that uses each load
                                                    before it issues the next (the SASS replayed with
                                                    slow loads: sass_chain.load_waits, less b x h + g),
@@ -889,6 +891,9 @@ def _sass_loop(result: Any, threads: int, rep: Any, trips: Sequence[float | None
     u = S.unroll(loop, threads, per_iter, per_thread) if not (rep is not None and rep.ahead) else 1
     if main is not None and main.unroll > 1 and loop.global_load_bytes <= 0 and not loop.async_copies:
         u = main.unroll             # nothing loaded to read the unroll from: Triton's own (LoopInfo.unroll)
+    elif u == 1 and main is not None and not rep.ahead and loop.global_load_bytes <= 0 and loop.commits \
+            and main.groups_per_iteration:
+        u = async_unroll(loop.commits, main.groups_per_iteration)
     issue, barriers, chain = S.issue_slots(loop, alu_cycles) / u, float(loop.barriers), loop.chain / u
     gathers = 0.0 if inside else loop.dependent_loads / u
     cycles = _exchange_cycles(loop, main.exchange_elements if main is not None else 0.0) / u
@@ -911,6 +916,15 @@ def _sass_loop(result: Any, threads: int, rep: Any, trips: Sequence[float | None
     rounds = 0.0 if inside or walks is not None else loop.load_waits / u
     return LoopWork(u, issue, round(barriers), cycles, loop.mma_waits / u, chain, gathers, rounds,
                     loop.local_bytes / u, once)
+
+
+def async_unroll(commits: int, groups: int) -> int:
+    """Source iterations one SASS trip covers in a loop that loads only by async copies (no LDG to read
+    the unroll from): the trip's committed groups (LDGDEPBAR) over the source iteration's
+    (ttg.async_commit_group); 1 unless that is a whole number. Found on lora_expand (session 35): ptxas
+    unrolls its depth-1 cp.async ring (num_stages 2, not pipelined) 4x, 8 commits a trip for 2 an
+    iteration, and the trip's four waits read as four an iteration."""
+    return commits // groups if commits >= groups and commits % groups == 0 else 1
 
 
 def sibling_loops(loops: Sequence[Any], main: Any, rep: Any, trips: Sequence[float | None] | None) -> list[tuple[Any, int]]:

@@ -59,6 +59,8 @@ class SassLoop:
                                 # once per round of loads it uses before it issues the next)
     local_bytes: int = 0        # bytes one thread stores to and loads from local memory per trip (STL / LDL:
                                 # registers ptxas spilled)
+    commits: int = 0            # async-copy groups committed per trip (LDGDEPBAR): with the source loop's
+                                # commits per iteration, the unroll of a loop that loads only by cp.async
 
 
 def _ldg_bytes(op: str) -> int:
@@ -121,7 +123,8 @@ def _span(insts: list[tuple[int, str, str]], start: int, end: int, inner: bool, 
                     trip_cycles(sass, start, end) if sass else 0.0,
                     dependent_loads(sass, start, end) if sass else 0.0,
                     load_waits(sass, start, end) if sass else 0.0,
-                    sum(_ldg_bytes(op) for op in body if _is_local(op)))
+                    sum(_ldg_bytes(op) for op in body if _is_local(op)),
+                    sum(op == "LDGDEPBAR" for op in body))
 
 
 def _is_local(op: str) -> bool:
@@ -217,7 +220,7 @@ def own(outer: SassLoop, loops: list[SassLoop]) -> SassLoop:
 
 _COUNTS = ("instructions", "global_load_bytes", "global_loads", "xu", "mma", "async_copies", "barriers",
            "shared_ops", "load_waves", "narrow_stores", "alu", "mma_waits", "chain",
-           "dependent_loads", "load_waits", "local_bytes")
+           "dependent_loads", "load_waits", "local_bytes", "commits")
 
 
 def with_trips(outer: SassLoop, inner: list[tuple[SassLoop, float]]) -> SassLoop:

@@ -58,6 +58,9 @@ _NO_DEST = ("ST", "RED", "BAR", "BRA", "EXIT", "DEPBAR", "LDGDEPBAR", "LDGSTS", 
             "NOP", "CCTL", "WARPGROUP", "BSSY", "BSYNC", "WARPSYNC", "CALL", "RET", "YIELD", "UTMA", "SYNCS",
             "ARRIVES", "JMP", "KILL", "BPT", "HGMMA", "IGMMA", "QGMMA", "UBLKCP", "UTMAPF", "PREEXIT")
 TRIPS = 3
+# Async-copy roles (_async_role); a DEPBAR's role is the count of groups it leaves in flight (>= 0).
+COPY, COMMIT, SHARED = -1, -2, -3
+_DEPBAR = re.compile(r"SB0,\s*(0x[0-9a-f]+|\d+)$")
 
 
 def is_xu(op: str) -> bool:
@@ -89,8 +92,25 @@ def _opcode(op: str) -> tuple[bool, int, int, str | None, int, bool]:
             pipe[0] if pipe else None, pipe[1] if pipe else 1, op.startswith("BAR.SYNC") or op == "BAR")
 
 
-def _decode(op: str, guard: str | None, args: str) -> tuple[list[str], list[str], int, str | None, int, bool]:
-    """(registers read, registers written, latency, pipe, pipe cycles, is a barrier)."""
+def _async_role(op: str, args: str) -> int | None:
+    """An instruction's part in the async-copy (cp.async) protocol: COPY (an LDGSTS), COMMIT (LDGDEPBAR:
+    the copies issued since the last commit form one group), SHARED (a shared-memory load: it reads
+    what the copies wrote), or n >= 0 for DEPBAR.LE SB0, n (wait until at most n committed groups are
+    still in flight); None for anything else."""
+    if op.startswith("LDGSTS"):
+        return COPY
+    if op == "LDGDEPBAR":
+        return COMMIT
+    if op.startswith(("LDS", "LDSM")):
+        return SHARED
+    if op.startswith("DEPBAR"):
+        m = _DEPBAR.match(args.strip())
+        return int(m.group(1), 16) if m else None
+    return None
+
+
+def _decode(op: str, guard: str | None, args: str) -> tuple[list[str], list[str], int, str | None, int, bool, int | None]:
+    """(registers read, registers written, latency, pipe, pipe cycles, is a barrier, async-copy role)."""
     writes, width, latency, pipe, cycles, barrier = _opcode(op)
     ops = [a.strip() for a in args.split(",")]
     dests: list[str] = []
@@ -110,7 +130,7 @@ def _decode(op: str, guard: str | None, args: str) -> tuple[list[str], list[str]
     reads = _REG.findall(",".join(ops[len(dests):]))
     if guard:
         reads += _REG.findall(guard)
-    return reads, written, latency, pipe, cycles, barrier
+    return reads, written, latency, pipe, cycles, barrier, _async_role(op, args)
 
 
 @lru_cache(maxsize=16)
@@ -121,7 +141,7 @@ def _listing(sass: str) -> tuple[tuple[int, tuple], ...]:
                  for m in _LINE.finditer(sass) if not m.group(3).startswith("NOP"))
 
 
-def decode(sass: str, start: int, end: int) -> list[tuple[list[str], list[str], int, str | None, int, bool]]:
+def decode(sass: str, start: int, end: int) -> list[tuple[list[str], list[str], int, str | None, int, bool, int | None]]:
     """The decoded instructions from address `start` to `end` (NOPs left out)."""
     return [d for a, d in _listing(sass or "") if start <= a <= end]
 
@@ -130,18 +150,42 @@ def decode(sass: str, start: int, end: int) -> list[tuple[list[str], list[str], 
 def trip_cycles(sass: str, start: int, end: int, memory: float = 0.0, loads_only: bool = False) -> float:
     """Cycles one trip of the loop from `start` to `end` adds for a warp alone on its scheduler, in
     steady state (module doc), a global load's data arriving `memory` cycles after it issues (0: at
-    once -- the chain of the trip's own work); 0 for an empty span."""
+    once -- the chain of the trip's own work); 0 for an empty span.
+
+    Async copies (cp.async: LDGSTS) arrive the same `memory` cycles after the last copy of their
+    group issues (LDGDEPBAR commits a group); a DEPBAR.LE SB0, n holds the warp until all but the n
+    newest groups have arrived, and a shared load after it reads their data. With `loads_only`
+    (dependent_loads) nothing but a global load waits for its operands -- not an async copy: a paged
+    kernel's block-table entries, which address its copies, hit the cache (session 35) -- and a DEPBAR
+    does not hold the warp: its wait reaches a later load only through the data (a cp.async ring that
+    brings a gather's indices: LDGSTS -> DEPBAR -> LDS -> LDG)."""
     body = decode(sass, start, end)
     if not body:
         return 0.0
     ready: dict[str, float] = {}
     pipe_free: dict[str, float] = {}
+    groups: list[float] = []          # arrival of each committed async-copy group still in flight
+    copies: float | None = None       # the last issue of the copies not yet committed
+    landed = 0.0                      # when the groups the last DEPBAR waited for arrived
     t = 0.0
     ends = []
     for _ in range(TRIPS):
-        for reads, written, latency, pipe, cycles, barrier in body:
+        for reads, written, latency, pipe, cycles, barrier, role in body:
             operands = max([0.0] + [ready.get(r, 0.0) for r in reads])
-            at = t if loads_only and latency is not None else max(t, operands)
+            if role == SHARED:
+                operands = max(operands, landed)
+            waits = not loads_only or latency is None
+            at = max(t, operands) if waits else t
+            if role is not None and role >= 0:
+                done, groups = groups[:max(0, len(groups) - role)], groups[max(0, len(groups) - role):]
+                landed = max([landed] + done)
+                if not loads_only:
+                    at = max(at, landed)
+            elif role == COPY:
+                copies = max(at, copies or 0.0)
+            elif role == COMMIT and copies is not None:
+                groups.append(copies + memory)
+                copies = None
             if pipe is not None:
                 at = max(at, pipe_free.get(pipe, 0.0))
                 pipe_free[pipe] = at + cycles

@@ -955,3 +955,12 @@ def test_the_wgrad_gemm_loop_serialized_or_not():
     assert loops[4].mma == 8 and loops[4].mma_waits == 0            # 2 x m64 rows x 4 k16 steps, pipelined
     assert loops[8].mma == 4                                        # each warpgroup its 64 rows
     assert loops[8].mma_waits == (4 if triton.__version__.startswith("3.6") else 0)
+
+
+def test_a_cp_async_only_loop_reads_its_unroll_from_its_commits():
+    # lora_expand at num_stages 2 (a depth-1 ring, two commit groups an iteration): ptxas's trip commits 8
+    # groups, so it covers 4 iterations; a count no whole number of iterations explains reads 1
+    assert R.async_unroll(8, 2) == 4
+    assert R.async_unroll(2, 2) == 1
+    assert R.async_unroll(3, 2) == 1
+    assert R.async_unroll(1, 2) == 1

@@ -106,3 +106,53 @@ def test_dependent_loads_count_loads_whose_address_comes_from_a_load():
     assert C.dependent_loads(_listing(interleaved), 0, 0x40) == pytest.approx(0.0, abs=1e-3)
     assert C.load_waits(_listing(interleaved), 0, 0x40) == pytest.approx(2.0, abs=1e-3)
     assert C.dependent_loads(_listing(chase), 0, 0x50) == pytest.approx(2.0, abs=1e-3)
+
+
+# A cp.async ring of depth 1, as Triton compiles a num_stages=2 loop it cannot pipeline (gnn_scatter_add's
+# edge ids, paged_decode's K / V): the trip waits at its top for the group the previous trip committed at
+# its end, then reads it from shared memory.
+_RING_TOP = ["DEPBAR.LE SB0, 0x0", "BAR.SYNC.DEFER_BLOCKING 0x0", "LDS R4, [R20]"]
+_RING_END = ["LDGSTS.E [R20], desc[UR4][R2.64]", "LDGDEPBAR"]
+
+
+def test_a_depth_one_async_copy_ring_waits_its_group_once_a_trip():
+    # the ids land in shared memory, the trip computes on them: one full latency a trip, and no load's
+    # address waits on another load's data
+    ring = _RING_TOP + ["FADD R10, R4, R5", "STG.E desc[UR4][R8.64], R10"] + _RING_END
+    n = len(ring)
+    assert C.load_waits(_listing(ring), 0, 16 * n) == pytest.approx(1.0, abs=1e-3)
+    assert C.dependent_loads(_listing(ring), 0, 16 * n) == pytest.approx(0.0, abs=1e-3)
+    # without a memory latency the DEPBAR waits for nothing: the chain is the trip's own work
+    assert C.trip_cycles(_listing(ring), 0, 16 * n) < 100
+
+
+def test_a_gather_whose_indices_come_by_async_copy_is_a_dependent_load():
+    # LDGSTS -> DEPBAR -> LDS -> LDG: the gathered row waits for the copied index (two rounds a trip),
+    # as the same gather from a register load does
+    ring = _RING_TOP + ["IMAD.WIDE R6, R4, 0x4, R8", "LDG.E R10, desc[UR4][R6.64]",
+                        "REDG.E.ADD.F32.FTZ.RN.STRONG.GPU desc[UR4][R12.64], R10"] + _RING_END
+    n = len(ring)
+    assert C.dependent_loads(_listing(ring), 0, 16 * n) == pytest.approx(1.0, abs=1e-3)
+    assert C.load_waits(_listing(ring), 0, 16 * n) == pytest.approx(2.0, abs=1e-3)
+
+
+def test_an_async_copy_addressed_by_a_load_is_waited_but_not_a_dependent_load():
+    # paged attention: the block table's entry (a register load) addresses the K tile's async copy. The
+    # warp waits for the entry before it can issue the copy (load_waits: the entry, then the copy), but
+    # dependent_loads does not count the copy: ptxas interleaves a table load before each copy, and the
+    # entries, a few bytes an iteration of one line, hit the cache (counting them read paged_decode's
+    # num_stages 2 trips as four DRAM latencies; development, session 35: Spearman 0.82 -> 0.64)
+    paged = ["DEPBAR.LE SB0, 0x0", "LDSM.16.M88.4 R24, [R30]", "HMMA.16816.F32.BF16 R32, R24, R26, R32",
+             "LDG.E R4, desc[UR4][R2.64]", "IMAD.WIDE R6, R4, 0x100, R8", "LDGSTS.E.BYPASS.128 [R30], desc[UR4][R6.64]",
+             "LDGDEPBAR"]
+    n = len(paged)
+    assert C.dependent_loads(_listing(paged), 0, 16 * n) == pytest.approx(0.0, abs=1e-3)
+    assert C.load_waits(_listing(paged), 0, 16 * n) == pytest.approx(2.0, abs=1e-3)
+
+
+def test_a_deeper_ring_leaves_groups_in_flight():
+    # DEPBAR.LE SB0, 0x1 waits only for the group committed a trip earlier: one latency over two trips
+    # in the three-trip replay's window (no group before the loop), so less than a full wait a trip
+    ring = ["DEPBAR.LE SB0, 0x1", "LDS R4, [R20]", "FADD R10, R4, R5", "STG.E desc[UR4][R8.64], R10"] + _RING_END
+    n = len(ring)
+    assert 0.0 < C.load_waits(_listing(ring), 0, 16 * n) < 1.0
