@@ -637,14 +637,17 @@ def l2_waste_bytes(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev
     """The bytes per CTA per iteration the main loop's plain global loads and stores make the L2 move
     without asking for them: its requests are whole 128-byte lines (occmodel.sectors.SectorTraffic.
     waste_bytes, from the compiled TTGIR, the launch's scalar arguments and the tensors the launcher gives
-    with data); 0 when not counted."""
+    with data); a kernel without a main loop, its body's over the iterations it declares (loop_iterations: a
+    tl.static_range unrolled away). 0 when not counted."""
     facts = _launch_facts(kernel, cfg, point, ev)
     if facts is None or rep is None:
         return 0.0
     from .sectors import traffic
     ttgir, dims, args = facts
     tr = traffic(ttgir, rep, args, dims, kernel.float_args(cfg, point), data=kernel.tensor_data(cfg, point))
-    return tr.waste_bytes if tr is not None else 0.0
+    if tr is None:
+        return 0.0
+    return tr.waste_bytes / (1 if rep.main is not None else max(1, kernel.loop_iterations(cfg, point) or 1))
 
 
 def atomic_targets(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any, rep: Any) -> tuple:

@@ -140,10 +140,11 @@ class _Unknown(Exception):
 def traffic(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence[int],
             float_args: Mapping[str, float] | None = None, samples: int = SAMPLES,
             data: Mapping[str, np.ndarray] | None = None) -> SectorTraffic | None:
-    """The main loop's sector traffic (see the module doc); None when it cannot be counted. `data`: the
-    tensors whose values are known (kernel argument -> flat array in memory order), so that a gather whose
-    addresses come from them is counted."""
-    if getattr(report, "main", None) is None:
+    """The main loop's sector traffic (see the module doc) -- a kernel without a main loop, its body outside
+    every loop as one iteration --; None when it cannot be counted. `data`: the tensors whose values are
+    known (kernel argument -> flat array in memory order), so that a gather whose addresses come from them
+    is counted."""
+    if report is None:
         return None
     got = _sampled(ttgir, report, grid, samples)
     if got is None:

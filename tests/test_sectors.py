@@ -336,3 +336,18 @@ def test_a_kernel_without_a_loop_is_one_iteration():
     # 16 of each 128-byte line, the other seven pieces 1-7 row sweeps (1024 programs each) away: 4096 the farthest
     # power-of-two multiple of the divisor (1024) that adds to the line, of 16384 programs
     assert sl.fill == sl.fill_near == pytest.approx(16 / 128) and sl.reach == 4096 / 16384 and not sl.walks
+
+
+def test_a_kernel_without_a_loop_counts_its_body_as_one_iteration():
+    """traffic on a loop-less kernel (flat_pieces: one [BLOCK, PIECE] tile a program): the body is the one
+    iteration. Pieces of 64 fp16 (128 bytes, whole lines) load whole lines (their stores, two warp
+    instructions a line, are two requests each); pieces of 8 (16 bytes of each 256-byte row) make every row's
+    load and store a whole line's request for 16 bytes of it."""
+    sig = {"X": "*fp16", "Y": "*fp16", "n_rows": "i32"}
+    whole = _traffic(flat_pieces, sig, {"PIECE": 64, "BLOCK": 32}, {"n_rows": 4096}, (128 * 2,))
+    assert whole is not None and whole.load_bytes == whole.store_bytes == 32 * 64 * 2
+    assert whole.load_lines == 32 and whole.store_requests == 64
+    assert whole.waste_bytes == 64 * 128 - 32 * 64 * 2
+    narrow = _traffic(flat_pieces, sig, {"PIECE": 8, "BLOCK": 32}, {"n_rows": 4096}, (128 * 16,))
+    assert narrow.load_lines == 32 and narrow.store_requests == 32
+    assert narrow.waste_bytes == 2 * 32 * (128 - 16)
