@@ -1026,6 +1026,8 @@ MEASURED = [
     ("reports/h200/rank_study_round30_gnn_h100.json", None, None),
     # round 31, timed on an H100 in session 34 (reports/GPU_NOTES.md section 42)
     ("reports/h200/rank_study_round31_h100.json", None, None),
+    # round 32, timed on an H100 in session 35 (reports/GPU_NOTES.md section 43)
+    ("reports/h200/rank_study_round32_h100.json", None, None),
 ]
 
 
