@@ -3,7 +3,8 @@ vector instruction, or the line a warp instruction touches? One fixed amount of 
 by uniform random row ids into a table the L2 holds (16 MB), for rows of D = 1024, 32 and 8 fp32 and per-thread
 vectors of VEC = 1, 2 and 4 elements (red.global.add.f32 / .v2.f32 / .v4.f32: the table's row pitch is given
 only VEC-element aligned, so Triton vectorizes to VEC), on 4 and 8 warps; beside each, the same scatter with
-plain stores (the traffic without the atomics). The ids are int32, seed 0.
+plain stores (the traffic without the atomics). The ids are int32: uniform random (seed 0), or cyclic (token t to
+row t mod V: the table written in order, over and over -- the same requests as a stream, no scatter).
 
     python3 scripts/atomic_rate_probe.py [--out FILE.json]          (GPU)
     occmodel rank --kernel scripts/atomic_rate_probe.py:row_scatter_add \\
@@ -26,7 +27,7 @@ import triton.language as tl
 
 ELEMENTS = 1 << 26
 TABLE = 1 << 22          # fp32 elements of the table: 16 MB, well inside an H100's / H200's 50 / 60 MB L2
-POINTS = [{"D": d, "T": ELEMENTS // d, "V": TABLE // d} for d in (1024, 32, 8)]
+POINTS = [{"D": d, "T": ELEMENTS // d, "V": TABLE // d, "order": o} for o in ("random", "cyclic") for d in (1024, 32, 8)]
 BASELINE = {"VEC": 4, "ATOMIC": 1, "num_warps": 4, "num_stages": 1}
 TILE = 2048              # elements a program: BLOCK_T x BLOCK_D
 
@@ -59,8 +60,10 @@ def tile(cfg, point) -> tuple[int, int]:
 
 
 @functools.lru_cache(maxsize=8)
-def _ids(t: int, v: int, device: str = "cpu"):
+def _ids(t: int, v: int, order: str = "random", device: str = "cpu"):
     import torch
+    if order == "cyclic":
+        return (torch.arange(t, dtype=torch.int64) % v).to(torch.int32).to(device)
     return torch.randint(0, v, (t,), generator=torch.Generator().manual_seed(0), dtype=torch.int32).to(device)
 
 
@@ -70,7 +73,7 @@ def example_args(cfg, point):
     bt, bd = tile(cfg, point)
     s = pitch(point["D"], cfg["VEC"])
     return {"G": torch.empty((point["T"], point["D"]), dtype=torch.float32, device="meta"),
-            "IDX": _ids(point["T"], point["V"]),
+            "IDX": _ids(point["T"], point["V"], point["order"]),
             "W": torch.empty((point["V"] * s,), dtype=torch.float32, device="meta"), "D": point["D"], "S": s,
             "BLOCK_T": bt, "BLOCK_D": bd}
 
@@ -104,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     for pt in POINTS:
         d, t, v = pt["D"], pt["T"], pt["V"]
         g = torch.rand((t, d), device="cuda", generator=torch.Generator(device="cuda").manual_seed(1)) * 1e-3
-        ids = _ids(t, v, "cuda")
+        ids = _ids(t, v, pt["order"], "cuda")
         ref = torch.zeros((v, d), device="cuda").index_add_(0, ids.long(), g)
         for vec in (1, 2, 4):
             s = pitch(d, vec)
@@ -125,12 +128,7 @@ def main(argv: list[str] | None = None) -> int:
                         ok = bool(torch.allclose(w.view(v, s)[:, :d], ref, rtol=1e-4, atol=1e-6))
                     t1 = do_bench(go, warmup=50, rep=300, return_mode="median")
                     t2 = do_bench(go, warmup=50, rep=300, return_mode="median")
-                    sass = ""
-                    try:
-                        sass = next(iter(row_scatter_add.device_caches[0][0].values())).asm.get("sass", "")
-                    except Exception:       # the probe's timing does not depend on reading the listing back
-                        pass
-                    run = {"D": d, "T": t, "V": v, "VEC": vec, "pitch": s, "num_warps": warps, "atomic": atomic, "ok": ok,
+                    run = {"D": d, "T": t, "V": v, "order": pt["order"], "VEC": vec, "pitch": s, "num_warps": warps, "atomic": atomic, "ok": ok,
                            "us": [round(t1 * 1e3, 2), round(t2 * 1e3, 2)],
                            "g_adds_per_s": round(ELEMENTS / (min(t1, t2) * 1e-3) / 1e9, 1)}
                     runs.append(run)
