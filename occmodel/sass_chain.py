@@ -101,7 +101,7 @@ def _async_role(op: str, args: str) -> int | None:
         return COPY
     if op == "LDGDEPBAR":
         return COMMIT
-    if op.startswith(("LDS", "LDSM")):
+    if op.startswith("LDS"):            # LDS, LDSM
         return SHARED
     if op.startswith("DEPBAR"):
         m = _DEPBAR.match(args.strip())
@@ -177,8 +177,8 @@ def trip_cycles(sass: str, start: int, end: int, memory: float = 0.0, loads_only
             waits = not loads_only or latency is None
             at = max(t, operands) if waits else t
             if role is not None and role >= 0:
-                done, groups = groups[:max(0, len(groups) - role)], groups[max(0, len(groups) - role):]
-                landed = max([landed] + done)
+                cut = max(0, len(groups) - role)        # the groups older than the `role` newest
+                landed, groups = max([landed] + groups[:cut]), groups[cut:]
                 if not loads_only:
                     at = max(at, landed)
             elif role == COPY:

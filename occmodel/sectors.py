@@ -32,8 +32,9 @@ bilinear configs profiled, within 2 % of the measured write requests. What the l
 measured there: L1 hits across CTAs of one SM (the worst config reads from L2 half the lines counted) and
 several warps missing on one line at once (the best config reads 2.2x the lines counted).
 
-None when the kernel has no main loop, when the walk cannot reach it, or when a global access in its body
-cannot be evaluated (its pointer comes from loaded data not given, a tensor descriptor, an op not modelled)
+A kernel without a main loop is counted over its body outside every loop, as one iteration. None when the
+walk cannot reach the loop, or when a global access in its body cannot be evaluated (its pointer comes from
+loaded data not given, a tensor descriptor, an op not modelled)
 or sits in a loop inside it: a partial count would read as coalesced. Loaded data can be given (`data`: the
 launcher's CPU tensors, KernelCard.tensor_data): a load from such a tensor has its values, so a gather
 through loaded ids or coordinates has addresses and is counted like any other access.
@@ -51,7 +52,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .pipeline import _OP, _STRINGS, ATOMIC_OPS
+from .pipeline import _OP, _STRINGS, ATOMIC_OPS    # atomics: counted with the stores in traffic, not in store_lines
 from .tile_order import _BINARY, _CMP, _FOR, _iter_args, _operands, elem_bytes, launch_dims, program_ids
 
 SECTOR = 32
@@ -77,7 +78,6 @@ _IDENTITY = ("ttg.convert_layout", "arith.extsi", "arith.extui", "arith.trunci",
 _DIVIDES = ("arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.ceildivsi", "arith.floordivsi")
 _GLOBAL_LOADS = ("tt.load",)                   # counted; a pipelined cp.async tile is not (module doc)
 _ASYNC = "ttg.async_copy_global_to_local"
-_ATOMICS = ATOMIC_OPS      # counted with the stores in traffic (not in store_lines)
 _OPAQUE_ACCESS = ("tt.descriptor_load", "tt.descriptor_store", "ttng.async_tma_copy_global_to_local",
                   "ttng.async_tma_copy_local_to_global", "tt.descriptor_gather", "tt.descriptor_scatter")
 
@@ -470,14 +470,14 @@ def _walk(ttgir: str, int_args: Mapping[str, int], float_args: Mapping[str, floa
             elif depth_main is not None:
                 inner.append(depth)
         elif depth_main is not None and (op in _GLOBAL_LOADS or op == "tt.store" or op in _OPAQUE_ACCESS
-                                         or (atomics and op in _ATOMICS)) \
-                and not (stores_only and op != "tt.store" and not (atomics and op in _ATOMICS)):
+                                         or (atomics and op in ATOMIC_OPS)) \
+                and not (stores_only and op != "tt.store" and not (atomics and op in ATOMIC_OPS)):
             if inner or op in _OPAQUE_ACCESS:
                 raise _Unknown(op)
-            writes = op == "tt.store" or op in _ATOMICS
+            writes = op == "tt.store" or op in ATOMIC_OPS
             access = _access(op, rest, env, layouts if writes else {})
             (stores if writes else loads).append(access)
-            if atomic_sink is not None and op in _ATOMICS:
+            if atomic_sink is not None and op in ATOMIC_OPS:
                 atomic_sink.append(access)
         if res is not None and op not in ("scf.for",):
             try:
