@@ -421,8 +421,8 @@ def legal_order(order, kept_idx, chunk_records: int) -> bool:
     """Whether `order` (int64 indices, as written) is a legal compaction of kept_idx (ascending): the same
     set, each once; each chunk's (index // chunk_records) entries one contiguous run, ascending in it."""
     import torch
-    order = order.long().cpu()
-    kept_idx = kept_idx.long().cpu()
+    order = order.long()
+    kept_idx = kept_idx.long().to(order.device)           # on the order's device: a GPU check stays there
     if order.numel() != kept_idx.numel() or not torch.equal(order.sort().values, kept_idx):
         return False
     if order.numel() <= 1:
