@@ -879,11 +879,15 @@ def evaluate_kernel(entry: dict[str, Any], spec, cals: dict[str, Any], log) -> d
 
 
 def calibrations(doc: dict[str, Any], spec, product: str | None) -> dict[str, Any]:
-    """'measured N' for each calibration of the measure file, and 'datasheet'."""
+    """'measured N' for each calibration of the measure file, 'measured best' (each figure's best over them:
+    calibrate.best_of, what `occmodel calibrate --repeats` keeps; the one itself when there is one), and
+    'datasheet'."""
     from occmodel import calibrate as C
     keep = {f.name for f in __import__("dataclasses").fields(C.Calibration)}
     cals = {f"measured {n + 1}": C.Calibration(**{k: v for k, v in c.items() if k in keep})
             for n, c in enumerate(doc.get("calibrations", []))}
+    if cals:
+        cals["measured best"] = C.best_of(list(cals.values()))
     cals["datasheet"] = C.datasheet(spec, product)
     return cals
 
@@ -1041,6 +1045,9 @@ MEASURED = [
     ("reports/h200/rank_study_round31_h100.json", None, None),
     # round 32, timed on an H100 in session 35 (reports/GPU_NOTES.md section 43)
     ("reports/h200/rank_study_round32_h100.json", None, None),
+    # round 33, timed on two H100 starts in session 36 (reports/GPU_NOTES.md section 44): stream_compact in the second
+    ("reports/h200/rank_study_round33_h100.json", None, None),
+    ("reports/h200/rank_study_round33_sc_h100.json", None, None),
 ]
 
 
@@ -1296,7 +1303,9 @@ def main(argv: list[str] | None = None) -> int:
     e.set_defaults(run=cmd_evaluate)
     d = sub.add_parser("development", help="the current model on every development case (all measured rounds; no GPU)")
     d.add_argument("--out", required=True, help="write OUT.json and OUT.md")
-    d.add_argument("--calibration", default="measured 1", help="each file's calibration to use (default: measured 1)")
+    d.add_argument("--calibration", default="measured best",
+                   help="each file's calibration to use (default: measured best, each figure's best over the file's "
+                        "calibrations)")
     d.add_argument("--kernels", default="", help="only these kernels (comma-separated)")
     d.add_argument("--product", default="H200", help="the spec product for datasheet figures")
     d.add_argument("--any-triton", action="store_true", help="compile with this triton even if the GPU ran another")

@@ -89,3 +89,63 @@ def test_old_calibration_files_load_with_defaults(tmp_path):
     cal = C.load(p)
     assert cal.l2_latency_ns == C.DEFAULT_L2_LATENCY_NS and cal.shared_bandwidth_gbs > 0
     assert "not in the file: defaults" in cal.source
+
+
+# Two H100 starts of session 36 (reports/h200/rank_study_round33_h100.json and _sc_h100.json): the first
+# start's first calibration ran its 1-CTA-per-SM latency probes 2-3.5x slow; its second agreed with the
+# other start's.
+def _h100(bw, l2, lat, l2_lat, curve):
+    return C.Calibration(spec="sm_90", gpu="NVIDIA H100 80GB HBM3", sms=132, bandwidth_gbs=bw, latency_ns=lat,
+                         launch_us=0.8, l2_bandwidth_gbs=l2, source="measured", l2_latency_ns=l2_lat,
+                         shared_bandwidth_gbs=33454.1, latency_curve=curve)
+
+
+SLOW = _h100(2978.4, 12141.4, 6615.7, 332.4, ((4096, 903.0), (16384, 3183.5), (262144, 13738.0)))
+GOOD = _h100(2936.2, 12930.9, 1815.7, 296.8, ((4096, 407.8), (16384, 959.7), (262144, 13518.0)))
+
+
+def test_best_of_keeps_each_figures_best_repeat():
+    best = C.best_of([SLOW, GOOD])
+    assert best.bandwidth_gbs == 2978.4 and best.l2_bandwidth_gbs == 12930.9          # the highest
+    assert best.latency_ns == 1815.7 and best.l2_latency_ns == 296.8                    # the lowest
+    assert best.latency_curve == ((4096, 407.8), (16384, 959.7), (262144, 13518.0))
+    assert C.latency_at(best, 16384) == 959.7 and C.latency_at(SLOW, 16384) == 3183.5
+    assert "best of 2 repeats" in best.source
+    assert C.best_of([GOOD]) == GOOD
+    # a probe only one repeat has is dropped: the curve is read where every repeat measured
+    extra = _h100(2900.0, 12000.0, 1800.0, 300.0, ((4096, 400.0), (8192, 520.0), (16384, 950.0), (262144, 13000.0)))
+    assert [q for q, _ in C.best_of([GOOD, extra]).latency_curve] == [4096, 16384, 262144]
+    with pytest.raises(C.CalibrationError, match="different machines"):
+        C.best_of([GOOD, C.datasheet(load_spec("sm_90"))])
+
+
+def test_spreads_name_the_disturbed_figures():
+    s = C.spreads([SLOW, GOOD])
+    assert s["latency_ns at 4 KB"] == pytest.approx(903.0 / 407.8) and s["bandwidth_gbs"] == pytest.approx(2978.4 / 2936.2)
+    note = C.spread_note([SLOW, GOOD])
+    assert "latency_ns at 4 KB (2.21x)" in note and "latency_ns at 16 KB (3.32x)" in note
+    assert "bandwidth_gbs" not in note and "256 KB" not in note                         # within 1.25x
+    assert C.spread_note([GOOD, GOOD]) is None
+
+
+def test_calibrate_repeats_keep_the_best_and_say_the_spread(tmp_path, monkeypatch):
+    """The command's aggregation with the GPU probes replaced by the two recorded H100 calibrations."""
+    pytest.importorskip("torch")
+    pytest.importorskip("triton")
+    import json
+    from occmodel import gpu_calibrate
+    from occmodel.cli import main
+    from occmodel.commands import calibrate as cmd
+    runs = iter([SLOW, GOOD, GOOD])
+    monkeypatch.setattr(cmd, "_require_gpu", lambda: None)
+    monkeypatch.setattr(gpu_calibrate, "measure", lambda spec, quick=False, progress=None: next(runs))
+    out = tmp_path / "c.yaml"
+    import contextlib, io
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        rc = main(["calibrate", "--spec", "sm_90", "--out", str(out), "--repeats", "3", "--format", "json"])
+    assert rc == 0
+    doc = json.loads(buf.getvalue())
+    assert len(doc["repeats"]) == 3 and C.load(out).latency_curve == GOOD.latency_curve
+    text = json.dumps(doc)
+    assert "3 repeats disagree" in text and "latency_ns at 16 KB (3.32x)" in text
