@@ -56,8 +56,9 @@ dtype (the LUT's: "fp32" / "fp16"; out is always fp32), bias (1: a per-query bia
 KNOWN WRONG ON THE GPU (round 33's timing, an H100 with triton 3.6.0; reports/GPU_NOTES.md section 44): with an
 fp32 LUT, the STAGE 0 configs whose [BLOCK_Q, BLOCK_N, M_STEP] gather holds two or more lookups a thread (e.g.
 BLOCK_N 64 x BLOCK_Q 4, BLOCK_N 256 x BLOCK_Q 1 on 4 warps) return distances off by 6-13 % (relative L2); fp16
-LUTs, the other configs and Triton's interpreter agree with the reference. The cause (this kernel or the
-compiler) is not found yet: scripts/pq_adc_scan_fp32_probe.py reproduces it at a small shape.
+LUTs, the other configs and Triton's interpreter agree with the reference. Triton 3.6's TTGIR of a failing config
+and its passing twin differ only in the thread layout, so the compiler's lowering is the likely cause (not
+proven); scripts/pq_adc_scan_fp32_probe.py reproduces it at a small shape.
 """
 
 from __future__ import annotations
