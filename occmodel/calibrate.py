@@ -21,6 +21,9 @@ They are written as YAML beside the spec, by default
 ``~/.cache/occmodel/calibration/<spec>-<gpu>.yaml`` (``$OCCMODEL_CACHE_DIR`` replaces
 ``~/.cache/occmodel``). :func:`occmodel.gpu_calibrate.measure` runs the micro-benchmarks
 (torch and a GPU; it imports this module, never the other way round); everything here is pure.
+`occmodel calibrate` runs it several times and keeps :func:`best_of` the repeats (each figure's
+best: a disturbed run only slows a probe down), naming the figures whose repeats disagree
+(:func:`spread_note`).
 
 Without a calibration the model uses :func:`datasheet`: the spec product's bandwidth,
 and the DEFAULT_* latency, launch and L2 figures below (assumptions, stated as such).

@@ -32,6 +32,9 @@ def add_parser(subs, common) -> None:
     p.set_defaults(run=run)
 
 
+MAX_REPEATS = 20
+
+
 def _repeats(text: str) -> int:
     import argparse
     try:
@@ -41,9 +44,6 @@ def _repeats(text: str) -> int:
     if not 1 <= n <= MAX_REPEATS:
         raise argparse.ArgumentTypeError(f"--repeats {text!r}: give a whole number from 1 to {MAX_REPEATS}")
     return n
-
-
-MAX_REPEATS = 20
 
 
 def _require_gpu() -> None:
