@@ -11,26 +11,22 @@ hold.
 
 from __future__ import annotations
 
-import importlib.util
 import re
+import sys
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
 CONFIGS = ({"BLOCK_N": 64, "BLOCK_Q": 4, "M_STEP": 2, "STAGE": 0, "num_warps": 4, "num_stages": 1},   # wrong
            {"BLOCK_N": 64, "BLOCK_Q": 2, "M_STEP": 2, "STAGE": 0, "num_warps": 4, "num_stages": 1},   # passed
            {"BLOCK_N": 256, "BLOCK_Q": 4, "M_STEP": 4, "STAGE": 0, "num_warps": 4, "num_stages": 1})  # wrong
 
 
-def _example():
-    path = Path(__file__).resolve().parents[1] / "examples" / "pq_adc_scan.py"
-    spec = importlib.util.spec_from_file_location("pq_adc_scan", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def main() -> None:
     import torch
-    mod = _example()
+    from occmodel.card import import_file
+    mod = import_file(str(ROOT / "examples" / "pq_adc_scan.py"))
     torch.manual_seed(0)
     nq, n, M = 4, 4096, 32
     for dt in (torch.float32, torch.float16):
