@@ -1061,6 +1061,9 @@ MEASURED = [
     # round 33, timed on two H100 starts in session 36 (reports/GPU_NOTES.md section 44): stream_compact in the second
     ("reports/h200/rank_study_round33_h100.json", None, None),
     ("reports/h200/rank_study_round33_sc_h100.json", None, None),
+    # round 34, timed on an H100 in session 37 (reports/GPU_NOTES.md section 45; the same machine's re-timing,
+    # rank_study_round34_rerun_h100.json, is the run-to-run check, not a second case)
+    ("reports/h200/rank_study_round34_h100.json", None, None),
 ]
 
 
