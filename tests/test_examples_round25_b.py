@@ -21,7 +21,7 @@ step (outputs aliasing the inputs) equal to the out-of-place one; step 1 without
 fp32 and bf16; BLOCKS 1-8, STEPS 1-16, 1-8 warps, num_stages 1 / 2.
 
 Per case: the new codes and absmax equal the reference's bit for bit, the params within the
-dtype's tolerance (and, in fp32 / after the bf16 cast, bit for bit), the inputs untouched by the
+dtype's tolerance (and, in fp32 / after the bf16 cast, within the update's rounding: _rounding_apart), the inputs untouched by the
 out-of-place launch, the output dtypes; torch_baseline within tolerance.
 """
 
@@ -441,9 +441,22 @@ def test_example_compiles_sm120(shared_cache):
 
 
 # ----------------------------------------------------------------- the subprocess side
+def _rounding_apart(a, b, p_in) -> int:
+    """Elements of a and b (the new params, one float dtype) further apart than the update's own rounding:
+    2 eps x (|old param| + |b|), eps the dtype's (2^-23 fp32, 2^-8 bf16). p - step x m / (...) cancels, so its
+    rounding is relative to the operands, not to the result. On an AMD EPYC host (session 37) 1-10 of 100-8,187
+    params landed 1e-10-9e-10 from torch's (states, absmax and every other param bit for bit: the interpreter's
+    float32 arithmetic rounds by the CPU's vector code); the GPU study's gate is the tolerance check."""
+    import torch
+
+    eps = {torch.float32: 2.0 ** -23, torch.bfloat16: 2.0 ** -8, torch.float16: 2.0 ** -10}[a.dtype]
+    bound = 2 * eps * (p_in.double().abs() + b.double().abs())
+    return int(((a.double() - b.double()).abs() > bound).sum())
+
+
 def _run() -> None:
     """Every case through launch against reference (as the GPU study's gate) and against
-    reference_step bit for bit (codes, absmax, params after the cast); the inputs untouched; the
+    reference_step bit for bit (codes, absmax, params after the cast within the update's rounding); the inputs untouched; the
     case-specific checks (zero blocks, ties, in place); one JSON line."""
     import torch
 
@@ -468,7 +481,7 @@ def _run() -> None:
                "n_differ_state2": int((outs["state2"] != r["state2"]).sum()),
                "absmax1_equal": bool(torch.equal(outs["absmax1"], r["absmax1"])),
                "absmax2_equal": bool(torch.equal(outs["absmax2"], r["absmax2"])),
-               "n_differ_params": int((outs["params"] != r["params"].to(out.dtype)).sum()),
+               "n_differ_params": _rounding_apart(outs["params"], r["params"].to(out.dtype), inputs["params"]),
                "inputs_untouched": all(bool(torch.equal(inputs[k], snap[name][k])) for k in keys),
                "baseline": H.compare(mod.torch_baseline(inputs), ref, point["dtype"])}
         # every nonzero block's absmax element decodes to +-absmax: code 255 (1.0) or 0 (the lowest)
