@@ -21,8 +21,8 @@ step (outputs aliasing the inputs) equal to the out-of-place one; step 1 without
 fp32 and bf16; BLOCKS 1-8, STEPS 1-16, 1-8 warps, num_stages 1 / 2.
 
 Per case: the new codes and absmax equal the reference's bit for bit, the params within the
-dtype's tolerance (and, in fp32 / after the bf16 cast, within the update's rounding: _rounding_apart), the inputs untouched by the
-out-of-place launch, the output dtypes; torch_baseline within tolerance.
+dtype's tolerance (and, in fp32 / after the bf16 cast, within the update's rounding: _rounding_apart),
+the inputs untouched by the out-of-place launch, the output dtypes; torch_baseline within tolerance.
 """
 
 from __future__ import annotations
@@ -456,8 +456,8 @@ def _rounding_apart(a, b, p_in) -> int:
 
 def _run() -> None:
     """Every case through launch against reference (as the GPU study's gate) and against
-    reference_step bit for bit (codes, absmax, params after the cast within the update's rounding); the inputs untouched; the
-    case-specific checks (zero blocks, ties, in place); one JSON line."""
+    reference_step (codes and absmax bit for bit, params after the cast within the update's rounding); the
+    inputs untouched; the case-specific checks (zero blocks, ties, in place); one JSON line."""
     import torch
 
     H.patch_interpreter_bf16_rounding()
