@@ -1075,6 +1075,9 @@ MEASURED = [
     # round 34, timed on an H100 in session 37 (reports/GPU_NOTES.md section 45; the same machine's re-timing,
     # rank_study_round34_rerun_h100.json, is the run-to-run check, not a second case)
     ("reports/h200/rank_study_round34_h100.json", None, None),
+    # round 35, timed on an H100 in session 38 (reports/GPU_NOTES.md section 46; rank_study_round35_rerun_h100.json
+    # is the run-to-run check of three of its kernels)
+    ("reports/h200/rank_study_round35_h100.json", None, None),
 ]
 
 
