@@ -24,7 +24,6 @@ def _patched(*a, **k):
     w0 = _orig(*a, **k)
     _side['b'] = (w1.issue, w1.chain) if w0.issue else None
     return w0
-R._sass_loop = _patched
 
 _orig_steps = R._steps
 HIT = {'on': False}
@@ -34,7 +33,6 @@ def _steps_c(r, c, lp, lat=None):
         m = min(1.0, lp.d / lp.t)
         lat = r.l2_lat + m * max(0.0, L - r.l2_lat)
     return _orig_steps(r, c, lp, lat)
-R._steps = _steps_c
 
 def main():
     if len(sys.argv) < 3 or sys.argv[1] in ("-h", "--help"):
@@ -43,10 +41,14 @@ def main():
     out_path, names = sys.argv[1], sys.argv[2]
     want = None if names == 'all' else set(names.split(','))
     out = {}
-    try:
-        out = json.load(open(out_path))
-    except Exception:
-        pass
+    if os.path.exists(out_path):                 # resumed; a damaged file is never overwritten
+        try:
+            out = json.load(open(out_path))
+        except ValueError as err:
+            print(f"rank_candidates.py: {out_path} is not a JSON file this script wrote ({err}); move it away or "
+                  "name a new OUT.json", file=sys.stderr)
+            sys.exit(2)
+    R._sass_loop, R._steps = _patched, _steps_c      # the candidates' switches (module doc), for this run only
     files = [(sys.argv[3], None, None)] if len(sys.argv) > 3 and sys.argv[3] != 'rev' else list(RS.MEASURED)
     if sys.argv[-1] == 'rev':
         files = files[::-1]
