@@ -95,6 +95,8 @@ class SectorTraffic:
     store_lines: float = 0.0
     store_requests: float = 0.0   # the stores' L2 requests: each warp instruction's distinct lines, summed
                                   # (a #blocked layout's; the distinct lines for any other layout)
+    load_requests: float = 0.0    # the loads' warp instructions' distinct lines, summed the same way (what the
+                                  # L1 looks up: a line two instructions share is looked up twice)
 
     @property
     def sector_bytes(self) -> float:
@@ -155,10 +157,10 @@ def traffic(ttgir: str, report: Any, int_args: Mapping[str, int], grid: Sequence
         if acc is None:
             return None
         n = len(pid)
-        (ls, lb, ll, _), (ss, sb, sl, sr) = _count(acc[0], n), _count(acc[1], n)
+        (ls, lb, ll, lr), (ss, sb, sl, sr) = _count(acc[0], n), _count(acc[1], n)
     except (_Unknown, ValueError, TypeError, IndexError, KeyError):
         return None                  # an access not evaluated, or shapes this reading of the TTGIR got wrong
-    return SectorTraffic(ls, ss, lb, sb, n, ll, sl, sr)
+    return SectorTraffic(ls, ss, lb, sb, n, ll, sl, sr, lr)
 
 
 def _sampled(ttgir: str, report: Any, grid: Sequence[int], samples: int, last: int = 1) -> tuple | None:
@@ -475,7 +477,7 @@ def _walk(ttgir: str, int_args: Mapping[str, int], float_args: Mapping[str, floa
             if inner or op in _OPAQUE_ACCESS:
                 raise _Unknown(op)
             writes = op == "tt.store" or op in ATOMIC_OPS
-            access = _access(op, rest, env, layouts if writes else {})
+            access = _access(op, rest, env, layouts)
             (stores if writes else loads).append(access)
             if atomic_sink is not None and op in ATOMIC_OPS:
                 atomic_sink.append(access)

@@ -1,10 +1,15 @@
-"""Round 35's candidates beside the frozen model, judged with each file's 'measured best' calibration: each
-config's resources computed once, four estimates from them --
+"""The candidates declared beside the frozen model (rounds 35-36), judged with each file's 'measured best' calibration: each
+config's resources computed once, six estimates from them --
   A  the model as it is;
   B  rank.EPILOGUE_ISSUE = True: the kernel body's issue slots and chain outside every loop, shared over the
      main-loop iterations (configs whose SASS has no loop are costed as under A: unrolled_body);
   C  B, and an unpipelined loop's latency rounds wait L2_lat + min(1, d / t) x (L - L2_lat);
-  D  C only for loops without a tl.dot.
+  D  C only for loops without a tl.dot;
+  E  B and an L1 term: c x Q / clock, Q the L1 lookups one CTA's main-loop iteration makes -- each warp
+     instruction's distinct 128-byte lines, summed over its plain global loads and stores
+     (sectors.SectorTraffic.load_requests + store_requests): the L1TEX tag stage resolves a warp's
+     lines over successive cycles (session 39, median_filter2d's 8-row tiles);
+  F  E and D's latency.
 usage (triton 3.6.0; OCC_ROOT: the checkout to judge, default the one holding this script):
   python3 scripts/rank_candidates.py OUT.json KERNELS|all [MEASURE.json | rev]
 OUT.json is resumed (cases in it are skipped); without MEASURE.json every development file (rev: newest first)."""
@@ -12,7 +17,7 @@ import os, sys, json, time, dataclasses
 _root = os.environ.get('OCC_ROOT', os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, _root); sys.path.insert(0, _root + '/scripts')
 import rank_study as RS
-from occmodel import rank as R, evidence as E
+from occmodel import rank as R, evidence as E, sectors as S
 from occmodel.spec import load_spec
 
 _orig = R._sass_loop
@@ -34,6 +39,26 @@ def _steps_c(r, c, lp, lat=None):
         lat = r.l2_lat + m * max(0.0, L - r.l2_lat)
     return _orig_steps(r, c, lp, lat)
 
+L1 = {'on': False, 'q': 0.0}
+def _steps_e(r, c, lp, lat=None):
+    t = _steps_c(r, c, lp, lat)
+    if L1['on'] and lp.warps:                   # the main kernel only (a secondary kernel's loop has no warps)
+        t = dict(t, l1=c * L1['q'] / r.clock)
+    return t
+
+def l1_lookups(kernel, cfg, pt, ev):
+    """Q: per CTA per main-loop iteration (a loop-less kernel: its body over loop_iterations); 0 uncounted."""
+    rep = getattr(ev, 'pipeline', None)
+    facts = R._launch_facts(kernel, cfg, pt, ev)
+    if facts is None or rep is None:
+        return 0.0
+    ttgir, dims, args = facts
+    tr = S.traffic(ttgir, rep, args, dims, kernel.float_args(cfg, pt), data=kernel.tensor_data(cfg, pt))
+    if tr is None:
+        return 0.0
+    per = 1 if rep.main is not None else max(1, kernel.loop_iterations(cfg, pt) or 1)
+    return (tr.load_requests + tr.store_requests) / per
+
 def main():
     if len(sys.argv) < 3 or sys.argv[1] in ("-h", "--help"):
         print("usage: rank_candidates.py OUT.json KERNELS|all [MEASURE.json | rev]", file=sys.stderr)
@@ -48,7 +73,7 @@ def main():
             print(f"rank_candidates.py: {out_path} is not a JSON file this script wrote ({err}); move it away or "
                   "name a new OUT.json", file=sys.stderr)
             sys.exit(2)
-    R._sass_loop, R._steps = _patched, _steps_c      # the candidates' switches (module doc), for this run only
+    R._sass_loop, R._steps = _patched, _steps_e      # the candidates' switches (module doc), for this run only
     files = [(sys.argv[3], None, None)] if len(sys.argv) > 3 and sys.argv[3] != 'rev' else list(RS.MEASURED)
     if sys.argv[-1] == 'rev':
         files = files[::-1]
@@ -71,25 +96,31 @@ def main():
                 cfgs = [kernel.resolve(c) for c in e['configs']]
                 evs = E.gather(kernel, spec, cfgs, compile=True, progress=False)
                 meas = [e['median_s'][i][j] for i in range(len(cfgs))]
-                ta, tb, tc, td = [], [], [], []
+                cols = {k: [] for k in 'abcdef'}; q = []; bound_e = []
                 for i, cfg in enumerate(cfgs):
                     res = R.resources(kernel, cfg, pt, evs[i], alu)
                     side = _side.get('b')
                     _side.clear()
                     resb = dataclasses.replace(res, issue_per_iter=side[0], chain_cycles=side[1]) if side else res
-                    ta.append(R.estimate(kernel, cal, cfg, pt, res, peak, l2).total_s)
-                    tb.append(R.estimate(kernel, cal, cfg, pt, resb, peak, l2).total_s)
+                    L1['q'] = l1_lookups(kernel, cfg, pt, evs[i]); q.append(L1['q'])
+                    est = lambda rr: R.estimate(kernel, cal, cfg, pt, rr, peak, l2)
+                    cols['a'].append(est(res).total_s)
+                    cols['b'].append(est(resb).total_s)
                     HIT['on'] = True
-                    tc.append(R.estimate(kernel, cal, cfg, pt, resb, peak, l2).total_s)
+                    cols['c'].append(est(resb).total_s)
                     HIT['nodots'] = True
-                    td.append(R.estimate(kernel, cal, cfg, pt, resb, peak, l2).total_s)
+                    cols['d'].append(est(resb).total_s)
+                    L1['on'] = True
+                    cols['f'].append(est(resb).total_s)
                     HIT['on'] = False; HIT['nodots'] = False
-                ma, mb, mc, md = RS.metrics(meas, ta), RS.metrics(meas, tb), RS.metrics(meas, tc), RS.metrics(meas, td)
-                out[key] = {"meas": meas, "a": ta, "b": tb, "c": tc, "d": td, "ma": ma, "mb": mb, "mc": mc, "md": md}
+                    e_ = est(resb); cols['e'].append(e_.total_s); bound_e.append(e_.bound)
+                    L1['on'] = False
+                m = {k: RS.metrics(meas, v) for k, v in cols.items()}
+                out[key] = {"meas": meas, **cols, "l1_lookups": q, "bound_e": bound_e, **{"m" + k: v for k, v in m.items()}}
                 json.dump(out, open(out_path, 'w'))
-                print(f"{key}: A rho {ma.get('spearman')} top3 {ma.get('best_in_top3')} #1 {ma.get('top1_vs_best')} | "
-                      f"B rho {mb.get('spearman')} top3 {mb.get('best_in_top3')} #1 {mb.get('top1_vs_best')} | "
-                      f"C rho {mc.get('spearman')} #1 {mc.get('top1_vs_best')} | D rho {md.get('spearman')} top3 {md.get('best_in_top3')} #1 {md.get('top1_vs_best')} ({time.time()-t0:.0f}s)", flush=True)
+                print(key + ": " + " | ".join(f"{k.upper()} rho {m[k].get('spearman')} top3 {m[k].get('best_in_top3')} "
+                                              f"#1 {m[k].get('top1_vs_best')}" for k in 'abcdef')
+                      + f" | l1-bound {sum(b == 'l1' for b in bound_e)}/{len(bound_e)} ({time.time()-t0:.0f}s)", flush=True)
 
 if __name__ == '__main__':
     main()
