@@ -1,5 +1,5 @@
 """The candidates declared beside the frozen model (rounds 35-36), judged with each file's 'measured best' calibration: each
-config's resources computed once, six estimates from them --
+config's resources computed once, seven estimates from them --
   A  the model as it is;
   B  rank.EPILOGUE_ISSUE = True: the kernel body's issue slots and chain outside every loop, shared over the
      main-loop iterations (configs whose SASS has no loop are costed as under A: unrolled_body);
@@ -9,7 +9,8 @@ config's resources computed once, six estimates from them --
      instruction's distinct 128-byte lines, summed over its plain global loads and stores
      (sectors.SectorTraffic.load_requests + store_requests): the L1TEX tag stage resolves a warp's
      lines over successive cycles (session 39, median_filter2d's 8-row tiles);
-  F  E and D's latency.
+  F  E and D's latency;
+  G  A and E's L1 term (added after round 36's freeze, before its timing: the L1 term without B).
 usage (triton 3.6.0; OCC_ROOT: the checkout to judge, default the one holding this script):
   python3 scripts/rank_candidates.py OUT.json KERNELS|all [MEASURE.json | rev]
 OUT.json is resumed (cases in it are skipped); without MEASURE.json every development file (rev: newest first)."""
@@ -96,7 +97,7 @@ def main():
                 cfgs = [kernel.resolve(c) for c in e['configs']]
                 evs = E.gather(kernel, spec, cfgs, compile=True, progress=False)
                 meas = [e['median_s'][i][j] for i in range(len(cfgs))]
-                cols = {k: [] for k in 'abcdef'}; q = []; bound_e = []
+                cols = {k: [] for k in 'abcdefg'}; q = []; bound_e = []
                 for i, cfg in enumerate(cfgs):
                     res = R.resources(kernel, cfg, pt, evs[i], alu)
                     side = _side.get('b')
@@ -114,12 +115,13 @@ def main():
                     cols['f'].append(est(resb).total_s)
                     HIT['on'] = False; HIT['nodots'] = False
                     e_ = est(resb); cols['e'].append(e_.total_s); bound_e.append(e_.bound)
+                    cols['g'].append(est(res).total_s)
                     L1['on'] = False
                 m = {k: RS.metrics(meas, v) for k, v in cols.items()}
                 out[key] = {"meas": meas, **cols, "l1_lookups": q, "bound_e": bound_e, **{"m" + k: v for k, v in m.items()}}
                 json.dump(out, open(out_path, 'w'))
                 print(key + ": " + " | ".join(f"{k.upper()} rho {m[k].get('spearman')} top3 {m[k].get('best_in_top3')} "
-                                              f"#1 {m[k].get('top1_vs_best')}" for k in 'abcdef')
+                                              f"#1 {m[k].get('top1_vs_best')}" for k in 'abcdefg')
                       + f" | l1-bound {sum(b == 'l1' for b in bound_e)}/{len(bound_e)} ({time.time()-t0:.0f}s)", flush=True)
 
 if __name__ == '__main__':
