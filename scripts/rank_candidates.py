@@ -1,5 +1,5 @@
 """The candidates declared beside the frozen model (rounds 35-36), judged with each file's 'measured best' calibration: each
-config's resources computed once, seven estimates from them --
+config's resources computed once, eight estimates from them --
   A  the model as it is;
   B  rank.EPILOGUE_ISSUE = True: the kernel body's issue slots and chain outside every loop, shared over the
      main-loop iterations (configs whose SASS has no loop are costed as under A: unrolled_body);
@@ -10,7 +10,11 @@ config's resources computed once, seven estimates from them --
      (sectors.SectorTraffic.load_requests + store_requests): the L1TEX tag stage resolves a warp's
      lines over successive cycles (session 39, median_filter2d's 8-row tiles);
   F  E and D's latency;
-  G  A and E's L1 term (added after round 36's freeze, before its timing: the L1 term without B).
+  G  A and E's L1 term (added after round 36's freeze, before its timing: the L1 term without B);
+  H  G with Q per declared iteration: Q x (the TTGIR main loop's trips per CTA) / (the iterations the kernel
+     declares per CTA) when fewer -- a loop over a filter's rows whose columns are a tl.static_range makes one
+     TTGIR trip of several declared iterations (depthwise_conv2d: 7 trips of 7 taps, 49 declared; G charged
+     each declared iteration a whole trip's lookups). Added after round 36's freeze, before its timing.
 usage (triton 3.6.0; OCC_ROOT: the checkout to judge, default the one holding this script):
   python3 scripts/rank_candidates.py OUT.json KERNELS|all [MEASURE.json | rev]
 OUT.json is resumed (cases in it are skipped); without MEASURE.json every development file (rev: newest first)."""
@@ -60,6 +64,22 @@ def l1_lookups(kernel, cfg, pt, ev):
     per = 1 if rep.main is not None else max(1, kernel.loop_iterations(cfg, pt) or 1)
     return (tr.load_requests + tr.store_requests) / per
 
+def trips_share(kernel, cfg, pt, ev):
+    """The TTGIR main loop's trips per CTA over the iterations the kernel declares per CTA, at most 1 (1 when
+    either is unknown or there is no main loop)."""
+    rep = getattr(ev, 'pipeline', None)
+    facts = R._launch_facts(kernel, cfg, pt, ev)
+    if facts is None or rep is None or rep.main is None:
+        return 1.0
+    from occmodel.tile_order import loop_trips
+    ttgir, dims, args = facts
+    trips = loop_trips(ttgir, rep, args, dims) or {}
+    idx = [i for i, lp in enumerate(rep.loops) if lp is rep.main]
+    t = trips.get(idx[0]) if idx else None
+    its = kernel.cta_iterations(cfg, pt)
+    n = (sum(its) / max(1, len(its))) if its else (kernel.loop_iterations(cfg, pt) or 0)
+    return min(1.0, t / n) if t and n else 1.0
+
 def main():
     if len(sys.argv) < 3 or sys.argv[1] in ("-h", "--help"):
         print("usage: rank_candidates.py OUT.json KERNELS|all [MEASURE.json | rev]", file=sys.stderr)
@@ -97,7 +117,7 @@ def main():
                 cfgs = [kernel.resolve(c) for c in e['configs']]
                 evs = E.gather(kernel, spec, cfgs, compile=True, progress=False)
                 meas = [e['median_s'][i][j] for i in range(len(cfgs))]
-                cols = {k: [] for k in 'abcdefg'}; q = []; bound_e = []
+                cols = {k: [] for k in 'abcdefgh'}; q = []; bound_e = []
                 for i, cfg in enumerate(cfgs):
                     res = R.resources(kernel, cfg, pt, evs[i], alu)
                     side = _side.get('b')
@@ -116,12 +136,14 @@ def main():
                     HIT['on'] = False; HIT['nodots'] = False
                     e_ = est(resb); cols['e'].append(e_.total_s); bound_e.append(e_.bound)
                     cols['g'].append(est(res).total_s)
+                    sh = trips_share(kernel, cfg, pt, evs[i]); L1['q'] = q[-1] * sh
+                    cols['h'].append(est(res).total_s)
                     L1['on'] = False
                 m = {k: RS.metrics(meas, v) for k, v in cols.items()}
                 out[key] = {"meas": meas, **cols, "l1_lookups": q, "bound_e": bound_e, **{"m" + k: v for k, v in m.items()}}
                 json.dump(out, open(out_path, 'w'))
                 print(key + ": " + " | ".join(f"{k.upper()} rho {m[k].get('spearman')} top3 {m[k].get('best_in_top3')} "
-                                              f"#1 {m[k].get('top1_vs_best')}" for k in 'abcdefg')
+                                              f"#1 {m[k].get('top1_vs_best')}" for k in 'abcdefgh')
                       + f" | l1-bound {sum(b == 'l1' for b in bound_e)}/{len(bound_e)} ({time.time()-t0:.0f}s)", flush=True)
 
 if __name__ == '__main__':
