@@ -351,3 +351,18 @@ def test_a_kernel_without_a_loop_counts_its_body_as_one_iteration():
     narrow = _traffic(flat_pieces, sig, {"PIECE": 8, "BLOCK": 32}, {"n_rows": 4096}, (128 * 16,))
     assert narrow.load_lines == 32 and narrow.store_requests == 32
     assert narrow.waste_bytes == 2 * 32 * (128 - 16)
+
+
+def test_the_l1_looks_up_each_warp_instructions_lines():
+    """load_requests: each warp instruction's distinct 128-byte lines, summed (rank's term (h)). tile_sum's
+    loads compile to one element a lane, 32 lanes along a row, 2 x 2 warps (strides not specialized: no
+    vectors). Row-major 32 x 64 fp16: an instruction reads half a 128-byte row, so each of the 32 lines is
+    looked up twice. Its transpose (2 elements of each of 64 rows 8 KB apart): every lane is on a line of its
+    own, 32 a warp instruction, and the 4 instructions (2 m x 2 halves of n) look up 128 lines -- 64
+    distinct, each twice."""
+    whole = _traffic(tile_sum, TILE_SIG, {"BLOCK_M": 32, "BLOCK_N": 64},
+                     {"M": 4096, "N": 4096, "stride_m": 4096, "stride_n": 1}, (128,))
+    assert whole.load_lines == 32 and whole.load_requests == 64
+    narrow = _traffic(tile_sum, TILE_SIG, {"BLOCK_M": 2, "BLOCK_N": 64},
+                      {"M": 4096, "N": 4096, "stride_m": 1, "stride_n": 4096}, (2048,))
+    assert narrow.load_lines == 64 and narrow.load_requests == 128
