@@ -442,8 +442,8 @@ class Resources:
     store_lines: Any = None   # sectors.StoreLines: how whole the lines the main loop's stores write are (None:
                               # not counted)
     l1_lookups: float = 0.0   # Q: the L1's line lookups per CTA per iteration, each warp instruction's distinct
-                              # 128-byte lines over the plain global loads and stores (occmodel.sectors; 0: not
-                              # counted); term (h)
+                              # 128-byte lines over the plain global loads and stores (occmodel.sectors), per
+                              # declared iteration (declared_share; 0: not counted); term (h)
     atomic_targets: tuple = ()  # per argument the global atomics update: (bytes it spans, the main loop's line
                                 # requests to it per CTA per iteration, None: not counted) (atomic_targets())
 
@@ -572,6 +572,7 @@ def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any
         rounds = far_rounds(load_waits, batches * hoist + gathers, streamed, plain)
     strips = operand_strips(kernel, cfg, point, ev, rep, its)
     counted = loop_traffic(kernel, cfg, point, ev, rep)
+    counted = (counted[0], counted[1] * declared_share(kernel, cfg, point, ev, rep, its) if counted[1] else 0.0)
     return Resources(blocks, threads, tile, ahead, int(ev.spills or 0), source,
                      reads, flops, u, issue, barriers, exchange, batches,
                      max(1, passes.count) if passes else 1, passes.first_bytes if passes else 0,
@@ -672,6 +673,24 @@ def loop_traffic(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: 
         return 0.0, 0.0
     per = 1 if rep.main is not None else max(1, kernel.loop_iterations(cfg, point) or 1)
     return tr.waste_bytes / per, (tr.load_requests + tr.store_requests) / per
+
+
+def declared_share(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any, rep: Any,
+                   its: Sequence[int] | None = None) -> float:
+    """The compiled main loop's trips per CTA over the iterations the kernel declares per CTA (cta_iterations'
+    mean, else loop_iterations), at most 1: a loop over a filter's rows whose columns are a tl.static_range
+    makes one trip of several declared iterations (depthwise_conv2d: 7 trips of 7 taps, 49 declared), and a
+    per-trip count (term (h)'s lookups) is shared over them. 1 when either is unknown or there is no main loop."""
+    facts = _launch_facts(kernel, cfg, point, ev)
+    if facts is None or rep is None or rep.main is None:
+        return 1.0
+    from .tile_order import loop_trips
+    ttgir, dims, args = facts
+    trips = loop_trips(ttgir, rep, args, dims) or {}
+    idx = [i for i, lp in enumerate(rep.loops) if lp is rep.main]
+    t = trips.get(idx[0]) if idx else None
+    n = sum(its) / max(1, len(its)) if its else (kernel.loop_iterations(cfg, point) or 0)
+    return min(1.0, t / n) if t and n else 1.0
 
 
 def l2_waste_bytes(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any, rep: Any) -> float:
