@@ -76,7 +76,7 @@ and one iteration of the c co-resident CTAs takes about the slowest of (all time
                                                    its operands' latencies), i.e. max(c x W / 4 x i, C);
                                                    without a listing, one instruction per
                                                    D = DEPENDENT_ISSUE_CYCLES at best
-                  c x W x x x K / clock)       (g) a cross-warp exchange: a main loop that holds a
+                  c x W x x x K / clock,       (g) a cross-warp exchange: a main loop that holds a
                                                    block-wide barrier (BAR.SYNC: a reduction or layout
                                                    conversion across warps) sends its x shared loads and
                                                    stores per warp per iteration (the SASS loop's LDS /
@@ -88,6 +88,13 @@ and one iteration of the c co-resident CTAs takes about the slowest of (all time
                                                    conflicts of Triton's scratch: measured, see below);
                                                    a byte store (STS.U8: an 8-bit operand transposed for
                                                    the tensor cores) always pays that
+                  c x Q / clock)               (h) the L1's lookups: Q = each warp instruction's distinct
+                                                   128-byte lines, summed over the iteration's plain global
+                                                   loads and stores (occmodel.sectors, from the compiled
+                                                   TTGIR's layouts; 0 when not counted); the L1TEX unit
+                                                   takes one line a cycle, so a warp whose lanes run down
+                                                   8 rows of an image costs 8 cycles a load where lanes
+                                                   along a row cost 1-2 (L1_LOOKUPS, below)
 
 pmax is a smooth maximum, (sum of term^p)^(1/p) with p = OVERLAP_P: the SM's pipes and the memory
 system overlap, but not perfectly -- two terms of similar size cost more than either alone (a pure
@@ -183,7 +190,7 @@ from .card import Config, KernelCard, Secondary  # noqa: F401  (Secondary: re-ex
 from .errors import ConfigError
 from .spec import HardwareSpec
 
-BOUNDS = ("latency", "dram", "l2", "shared", "tensor", "issue", "exchange", "atomics")
+BOUNDS = ("latency", "dram", "l2", "shared", "tensor", "issue", "exchange", "l1", "atomics")
 # The load (bytes in flight per SM) at which the calibration's latency curve is read: one reference
 # latency L for every config. Session 4 read the curve at each config's own DRAM load (never below this
 # floor) and capped it by term (b); at saturation that makes L equal to term (b) -- the DRAM queue charged
@@ -231,6 +238,14 @@ EPILOGUE_ISSUE = False
 # main loop's own work. Found on delta_kkt_solve (round 26): its forward substitution, BLOCK_D - 1 serial
 # steps after a 1-4-step K loop, was charged nothing; every config ran 1.8-16x slower than estimated.
 SIBLING_LOOPS = True
+# The L1's lookups (term (h), session 39). Round 35's median_filter2d ran every 8-row tile at 920-960 us at its
+# 3 x 3 point whatever BLOCK_X, ROWS and warps (2- and 4-row tiles 406-590 us), 1.7-1.9 ms at both 5 x 5 points:
+# its clamped column taps leave Triton no contiguity to read, so the loads' layout runs a warp's lanes down the
+# columns first (threadsPerWarp [8, 4], order [0, 1]) and each byte load of an 8-row tile touches 8 lines. One
+# line a cycle per SM gives 939 us for its 8 x 128 tile on 8 warps (2,239 lookups a CTA, 97,200 CTAs, 132 SMs),
+# measured 923-944 us. The L1TEX unit splits a warp's request into wavefronts, one a cycle, when its lines do
+# not fit one (NVIDIA's description of the L1TEX pipeline, forums.developer.nvidia.com/t/165293).
+L1_LOOKUPS = True
 # Cycles between one warp's instructions at best, on average (term (f)): dependent arithmetic waits ~4
 # cycles on sm_80..sm_120, and the SASS of a loop has some independent instructions. A scheduler needs
 # this many warps to issue every cycle. Session 6, on all 67 measured H200 cases (development;
@@ -426,6 +441,9 @@ class Resources:
                               # counted): term (c) adds them to tile_bytes
     store_lines: Any = None   # sectors.StoreLines: how whole the lines the main loop's stores write are (None:
                               # not counted)
+    l1_lookups: float = 0.0   # Q: the L1's line lookups per CTA per iteration, each warp instruction's distinct
+                              # 128-byte lines over the plain global loads and stores (occmodel.sectors), per
+                              # declared iteration (declared_share; 0: not counted); term (h)
     atomic_targets: tuple = ()  # per argument the global atomics update: (bytes it spans, the main loop's line
                                 # requests to it per CTA per iteration, None: not counted) (atomic_targets())
 
@@ -483,6 +501,8 @@ class Estimate:
     tile_bytes: float = 0.0         # the bytes the main loop's tile asks for per iteration
     partial_store_bytes: float = 0.0  # DRAM bytes per iteration of lines stored in part and evicted before
                                       # the rest of them is written (partial_store_bytes); in d
+    l1_step_s: float = 0.0          # (h) the L1's line lookups (0: not counted)
+    l1_lookups: float = 0.0         # Q: line lookups per CTA per iteration (term (h))
     atomic_fill_bytes: float = 0.0  # DRAM bytes of the launch that global atomics read back and write again from
                                     # a target the L2 let go (atomic_fill_bytes); in d, over the CTA-iterations
 
@@ -551,6 +571,8 @@ def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any
         streamed = 0 if rep is not None and rep.main is not None and any(ld.pipelined for ld in rep.main.loads) else tile
         rounds = far_rounds(load_waits, batches * hoist + gathers, streamed, plain)
     strips = operand_strips(kernel, cfg, point, ev, rep, its)
+    counted = loop_traffic(kernel, cfg, point, ev, rep)
+    counted = (counted[0], counted[1] * declared_share(kernel, cfg, point, ev, rep, its) if counted[1] else 0.0)
     return Resources(blocks, threads, tile, ahead, int(ev.spills or 0), source,
                      reads, flops, u, issue, barriers, exchange, batches,
                      max(1, passes.count) if passes else 1, passes.first_bytes if passes else 0,
@@ -559,7 +581,7 @@ def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any
                                 strips.distinct_bytes() if strips is not None else None),
                      atomic_requests(kernel, cfg, point, ev), waits, chain, 0.0 if ahead else gathers,
                      0.0 if ahead else rounds, bound_waits=bound_waits(getattr(ev, "result", None), rep, nest[1]),
-                     spill_loop=spill, spill_once=spill_once, waste_bytes=l2_waste_bytes(kernel, cfg, point, ev, rep),
+                     spill_loop=spill, spill_once=spill_once, waste_bytes=counted[0], l1_lookups=counted[1],
                      store_lines=stored_lines(kernel, cfg, point, ev, rep),
                      atomic_targets=atomic_targets(kernel, cfg, point, ev, rep))
 
@@ -633,21 +655,47 @@ def _launch_facts(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev:
     return None if dims is None or args is None else (ttgir, dims, args)
 
 
-def l2_waste_bytes(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any, rep: Any) -> float:
-    """The bytes per CTA per iteration the main loop's plain global loads and stores make the L2 move
-    without asking for them: its requests are whole 128-byte lines (occmodel.sectors.SectorTraffic.
-    waste_bytes, from the compiled TTGIR, the launch's scalar arguments and the tensors the launcher gives
-    with data); a kernel without a main loop, its body's over the iterations it declares (loop_iterations: a
-    tl.static_range unrolled away). 0 when not counted."""
+def loop_traffic(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any, rep: Any) -> tuple[float, float]:
+    """(waste, lookups) per CTA per iteration of the main loop's plain global loads and stores, from the
+    compiled TTGIR, the launch's scalar arguments and the tensors the launcher gives with data
+    (occmodel.sectors.traffic): waste, the bytes they make the L2 move without asking for them (its requests
+    are whole 128-byte lines: SectorTraffic.waste_bytes, term (c)); lookups, each warp instruction's
+    distinct lines summed (load_requests + store_requests, term (h)). A kernel without a main loop: its body's
+    over the iterations it declares (loop_iterations: a tl.static_range unrolled away). (0, 0) when not
+    counted."""
     facts = _launch_facts(kernel, cfg, point, ev)
     if facts is None or rep is None:
-        return 0.0
+        return 0.0, 0.0
     from .sectors import traffic
     ttgir, dims, args = facts
     tr = traffic(ttgir, rep, args, dims, kernel.float_args(cfg, point), data=kernel.tensor_data(cfg, point))
     if tr is None:
-        return 0.0
-    return tr.waste_bytes / (1 if rep.main is not None else max(1, kernel.loop_iterations(cfg, point) or 1))
+        return 0.0, 0.0
+    per = 1 if rep.main is not None else max(1, kernel.loop_iterations(cfg, point) or 1)
+    return tr.waste_bytes / per, (tr.load_requests + tr.store_requests) / per
+
+
+def declared_share(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any, rep: Any,
+                   its: Sequence[int] | None = None) -> float:
+    """The compiled main loop's trips per CTA over the iterations the kernel declares per CTA (cta_iterations'
+    mean, else loop_iterations), at most 1: a loop over a filter's rows whose columns are a tl.static_range
+    makes one trip of several declared iterations (depthwise_conv2d: 7 trips of 7 taps, 49 declared), and a
+    per-trip count (term (h)'s lookups) is shared over them. 1 when either is unknown or there is no main loop."""
+    facts = _launch_facts(kernel, cfg, point, ev)
+    if facts is None or rep is None or rep.main is None:
+        return 1.0
+    from .tile_order import loop_trips
+    ttgir, dims, args = facts
+    trips = loop_trips(ttgir, rep, args, dims) or {}
+    idx = [i for i, lp in enumerate(rep.loops) if lp is rep.main]
+    t = trips.get(idx[0]) if idx else None
+    n = sum(its) / max(1, len(its)) if its else (kernel.loop_iterations(cfg, point) or 0)
+    return min(1.0, t / n) if t and n else 1.0
+
+
+def l2_waste_bytes(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any, rep: Any) -> float:
+    """loop_traffic's waste alone: the bytes per CTA per iteration term (c) adds to the tile (0: not counted)."""
+    return loop_traffic(kernel, cfg, point, ev, rep)[0]
 
 
 def atomic_targets(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any, rep: Any) -> tuple:
@@ -1051,6 +1099,7 @@ class _Loop:
     rounds: float = 0.0    # and further load rounds, weighted by the share of new bytes (far_rounds)
     bound_waits: float = 0.0   # w: latencies per CTA waited for the main loop's loaded bounds
     dots: bool = False     # the loop holds a tl.dot (term (a)'s instruction stream: DOT_LOOP_ISSUE)
+    l1: float = 0.0        # Q: the L1's line lookups (term (h); 0: not counted)
 
 
 def in_flight(c: int, lp: _Loop) -> float:
@@ -1078,7 +1127,7 @@ def _norm(vals: Sequence[float], p: float) -> float:
 
 
 def _steps(r: _Rates, c: int, lp: _Loop, lat: float | None = None) -> dict[str, float]:
-    """The seven per-iteration terms for c co-resident CTAs (see the module doc); `lat` overrides
+    """The eight per-iteration terms for c co-resident CTAs (see the module doc); `lat` overrides
     L (a secondary kernel reading what was just written waits the L2 latency)."""
     per = r.sms
     L = r.latency() if lat is None else lat
@@ -1094,7 +1143,8 @@ def _steps(r: _Rates, c: int, lp: _Loop, lat: float | None = None) -> dict[str, 
     return {"latency": L / lp.k if lp.k >= 1 else (lp.batches * lp.hoist + lp.gathers + lp.rounds) * L + own,
             "dram": c * lp.d / (r.bw / per) / lp.dram_eff,
             "l2": c * lp.t / (r.l2 / per), "shared": c * lp.s / (r.smem / per), "tensor": max(c * lp.f / (r.peak / per), chain if lp.waits else 0.0),
-            "issue": issue, "exchange": warps * lp.exchange / r.clock}
+            "issue": issue, "exchange": warps * lp.exchange / r.clock,
+            "l1": c * lp.l1 / r.clock if L1_LOOKUPS else 0.0}
 
 
 @dataclass(frozen=True)
@@ -1187,17 +1237,18 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
                   passes=res.passes, reread_miss=miss, hoist=res.hoist, revisit_bytes=revisit, dram_eff=res.dram_eff,
                   issue_slots=res.issue_per_iter, chain_cycles=res.chain_cycles, dependent_loads=res.gathers,
                   load_rounds=res.rounds, bound_waits=res.bound_waits, l2_waste_bytes=res.waste_bytes,
-                  tile_bytes=float(res.tile_bytes), partial_store_bytes=partial, atomic_fill_bytes=fill)
+                  tile_bytes=float(res.tile_bytes), partial_store_bytes=partial, atomic_fill_bytes=fill,
+                  l1_lookups=res.l1_lookups)
     if B <= 0:
         inf = math.inf
         return Estimate(fits=False, slots=0, waves=0, tail_ctas=0, latency_step_s=inf, dram_step_s=inf,
-                        l2_step_s=inf, shared_step_s=inf, tensor_step_s=inf, issue_step_s=inf, exchange_step_s=inf,
+                        l2_step_s=inf, shared_step_s=inf, tensor_step_s=inf, issue_step_s=inf, exchange_step_s=inf, l1_step_s=inf,
                         in_flight_bytes=0.0,
                         latency_s=inf, step_s=inf, waves_s=inf, tail_s=inf,
                         secondary_s=0.0, spill_s=0.0, total_s=inf, bound="does not fit", **common)
     lp = _Loop(d, t, s, f, k, max(1, res.unroll), res.threads // 32, res.batches, res.hoist, res.issue_per_iter,
                res.exchange_cycles, res.dram_eff, res.mma_waits, res.chain_cycles, res.gathers, res.rounds, res.bound_waits,
-               bool(res.dot_flops))
+               bool(res.dot_flops), res.l1_lookups)
     main = _kernel(r, grid, B, n, lp) if ragged is None else _ragged(r, ragged, B, lp)
     second = sum(_kernel(r, x.grid, x.blocks_per_sm, x.iterations,
                          _Loop(float(x.dram_bytes), float(x.tile_bytes), 0.0, 0.0, min(x.ahead, x.iterations)),
@@ -1221,7 +1272,7 @@ def estimate(card: KernelCard, cal: Calibration, cfg: Config, point: Mapping[str
     return Estimate(fits=True, slots=r.sms * B, waves=main.waves, tail_ctas=main.tail_ctas,
                     latency_step_s=terms["latency"], dram_step_s=terms["dram"], l2_step_s=terms["l2"],
                     shared_step_s=terms["shared"], tensor_step_s=terms["tensor"], issue_step_s=terms["issue"],
-                    exchange_step_s=terms["exchange"],
+                    exchange_step_s=terms["exchange"], l1_step_s=terms["l1"],
                     in_flight_bytes=in_flight(c_first, lp), latency_s=r.latency(),
                     step_s=step(r, B if main.waves > 1 else -(-main.tail_ctas // r.sms), lp),
                     waves_s=waves_s, tail_s=main.tail_s, secondary_s=second, spill_s=spill_s,

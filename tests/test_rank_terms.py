@@ -964,3 +964,32 @@ def test_a_cp_async_only_loop_reads_its_unroll_from_its_commits():
     assert R.async_unroll(2, 2) == 1
     assert R.async_unroll(3, 2) == 1
     assert R.async_unroll(1, 2) == 1
+
+
+def test_l1_term_costs_each_warp_instructions_lines_a_cycle():
+    """Term (h): an iteration whose warp instructions touch Q distinct 128-byte lines (summed over the
+    instructions: occmodel.sectors' load_requests + store_requests) holds the SM's L1 for Q cycles per CTA --
+    the lanes of an 8-row byte tile run down its columns (median_filter2d, round 35), 8 lines a load."""
+    from hand_cards import toy
+
+    card = toy()
+    cal, cfg = _cal(), {"num_warps": 4, "num_stages": 2}
+
+    def one(q):
+        res = R.Resources(blocks_per_sm=2, threads=128, tile_bytes=4096, ahead=1, n_spills=0, source="hand",
+                          l1_lookups=q)
+        return R.estimate(card, cal, cfg, {}, res, 1e15)
+    plain, gathered = one(0.0), one(2239.0)
+    assert plain.l1_step_s == 0.0 and plain.bound == "latency" and plain.l1_lookups == 0.0
+    # 2 CTAs x 2,239 lookups / 2 GHz = 2,239 ns per iteration of the 2 CTAs
+    assert gathered.l1_step_s == pytest.approx(2 * 2239 / 2e9) and gathered.bound == "l1"
+    assert gathered.l1_lookups == 2239.0
+    # step = pmax(l1 2,239, latency 700, DRAM 204.8, L2 81.92 ns) (see the exchange test's terms)
+    want = (2239.0 ** 4 + 700.0 ** 4 + 204.8 ** 4 + 81.92 ** 4) ** 0.25 * 1e-9
+    assert gathered.step_s == pytest.approx(want)
+    assert gathered.total_s == pytest.approx(10 * want + 700e-9 + 1e-6)
+    R.L1_LOOKUPS = False
+    try:
+        assert one(2239.0).total_s == pytest.approx(plain.total_s)     # the switch turns the term off
+    finally:
+        R.L1_LOOKUPS = True

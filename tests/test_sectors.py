@@ -351,3 +351,53 @@ def test_a_kernel_without_a_loop_counts_its_body_as_one_iteration():
     narrow = _traffic(flat_pieces, sig, {"PIECE": 8, "BLOCK": 32}, {"n_rows": 4096}, (128 * 16,))
     assert narrow.load_lines == 32 and narrow.store_requests == 32
     assert narrow.waste_bytes == 2 * 32 * (128 - 16)
+
+
+def test_the_l1_looks_up_each_warp_instructions_lines():
+    """load_requests: each warp instruction's distinct 128-byte lines, summed (rank's term (h)). tile_sum's
+    loads compile to one element a lane, 32 lanes along a row, 2 x 2 warps (strides not specialized: no
+    vectors). Row-major 32 x 64 fp16: an instruction reads half a 128-byte row, so each of the 32 lines is
+    looked up twice. Its transpose (2 elements of each of 64 rows 8 KB apart): every lane is on a line of its
+    own, 32 a warp instruction, and the 4 instructions (2 m x 2 halves of n) look up 128 lines -- 64
+    distinct, each twice."""
+    whole = _traffic(tile_sum, TILE_SIG, {"BLOCK_M": 32, "BLOCK_N": 64},
+                     {"M": 4096, "N": 4096, "stride_m": 4096, "stride_n": 1}, (128,))
+    assert whole.load_lines == 32 and whole.load_requests == 64
+    narrow = _traffic(tile_sum, TILE_SIG, {"BLOCK_M": 2, "BLOCK_N": 64},
+                      {"M": 4096, "N": 4096, "stride_m": 1, "stride_n": 4096}, (2048,))
+    assert narrow.load_lines == 64 and narrow.load_requests == 128
+
+
+def test_a_trip_of_several_declared_iterations_shares_its_lookups_and_median_8_rows_look_up_8_lines():
+    """Two compiled examples. depthwise_conv2d (round 10) loops over the filter's 7 rows with its 7 columns a
+    tl.static_range: one trip holds 7 of the 49 taps it declares (loop_iterations), so term (h)'s lookups of a
+    trip are shared over 7 (rank.declared_share). median_filter2d (round 35) at 8 x 128 on 8 warps: its
+    clamped taps' byte loads run a warp's lanes down 8 rows (threadsPerWarp [8, 4]), 8 lines each of its 32
+    instructions a tap, 9 taps: 2,304 lookups a full CTA, and its store 8 (a row a warp instruction); a tap
+    shifted by a column now and then straddles two lines. The same 1,024 pixels as 2 x 128 tiles look up
+    3.75x fewer (their taps shifted a column straddle lines more often per pixel)."""
+    from occmodel.evidence import gather
+    from occmodel.rank import declared_share, loop_traffic
+    from occmodel.source import load_source
+    from occmodel.spec import load_spec
+
+    def example(name):
+        path = str(Path(__file__).resolve().parent.parent / "examples" / f"{name}.py")
+        spec_ = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec_)
+        spec_.loader.exec_module(mod)
+        return mod, load_source(f"{path}:_kernel", launcher=path).at_point(mod.POINTS[0])
+
+    mod, kernel = example("depthwise_conv2d")
+    cfg = kernel.resolve({"BLOCK_P": 8, "BLOCK_Q": 8, "BLOCK_C": 32, "num_warps": 4, "num_stages": 1})
+    ev = gather(kernel, load_spec("sm_90"), [cfg], compile=True, progress=False)[0]
+    assert kernel.loop_iterations(cfg, mod.POINTS[0]) == 49
+    assert declared_share(kernel, cfg, mod.POINTS[0], ev, ev.pipeline) == pytest.approx(7 / 49)
+    mod, kernel = example("median_filter2d")
+    tall, flat = (kernel.resolve({"BLOCK_Y": y, "BLOCK_X": 128, "ROWS": r, "num_warps": w, "num_stages": 1})
+                  for y, r, w in ((8, 1, 8), (2, 4, 4)))
+    evs = gather(kernel, load_spec("sm_90"), [tall, flat], compile=True, progress=False)
+    q_tall = loop_traffic(kernel, tall, mod.POINTS[0], evs[0], evs[0].pipeline)[1]
+    q_flat = loop_traffic(kernel, flat, mod.POINTS[0], evs[1], evs[1].pipeline)[1]
+    assert 2304 + 8 <= q_tall <= 1.02 * (2304 + 8)
+    assert 3.5 * (q_flat * 4) < q_tall < 4 * (q_flat * 4)           # 4 tiles of 2 x 128 a CTA

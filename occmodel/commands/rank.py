@@ -167,7 +167,7 @@ def run(args) -> Report:
                  ("tiles_in_flight", "tiles ahead"), ("shared_kb", "smem reads KB/iter"),
                  ("lat_ns", "(a) latency ns"), ("dram_ns", "(b) DRAM ns"), ("l2_ns", "(c) L2 ns"),
                  ("shared_ns", "(d) shared ns"), ("tensor_ns", "(e) tensor ns"), ("issue_ns", "(f) issue ns"),
-                 ("slots", "(f) slots/warp/iter"), ("chain", "(f) one-warp chain cycles/iter"), ("exchange_ns", "(g) exchange ns"),
+                 ("slots", "(f) slots/warp/iter"), ("chain", "(f) one-warp chain cycles/iter"), ("exchange_ns", "(g) exchange ns"), ("l1_ns", "(h) L1 lookups ns"),
                  ("barriers", "loop barriers"), ("reread_miss", "re-read L2 miss %"), ("revisit_mb", "tile-order re-read MB"),
                  ("partial_mb", "partial-line store MB"), ("fill_mb", "atomic read-back MB"),
                  ("hoist", "latency waits/iter"), ("gathers", "dependent loads/iter"), ("rounds", "further load rounds/iter"),
@@ -189,7 +189,7 @@ def run(args) -> Report:
                          "lat_ns": _ns(e.latency_step_s), "dram_ns": _ns(e.dram_step_s), "l2_ns": _ns(e.l2_step_s),
                          "shared_ns": _ns(e.shared_step_s), "tensor_ns": _ns(e.tensor_step_s),
                          "issue_ns": _ns(e.issue_step_s), "slots": round(e.issue_slots, 1) if e.issue_slots else None,
-                         "chain": round(e.chain_cycles) if e.chain_cycles else None, "exchange_ns": _ns(e.exchange_step_s), "barriers": e.loop_barriers if compiled else None,
+                         "chain": round(e.chain_cycles) if e.chain_cycles else None, "exchange_ns": _ns(e.exchange_step_s), "l1_ns": _ns(e.l1_step_s) if e.l1_lookups else None, "barriers": e.loop_barriers if compiled else None,
                          "reread_miss": None if e.reread_miss is None else round(100 * e.reread_miss),
                          "revisit_mb": round(e.revisit_bytes / 1e6, 1) if e.revisit_bytes else None,
                          "partial_mb": round(e.partial_store_bytes * e.grid * e.iterations / 1e6, 1)
