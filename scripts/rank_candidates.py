@@ -17,7 +17,9 @@ config's resources computed once, eight estimates from them --
      each declared iteration a whole trip's lookups). Added after round 36's freeze, before its timing.
 usage (triton 3.6.0; OCC_ROOT: the checkout to judge, default the one holding this script):
   python3 scripts/rank_candidates.py OUT.json KERNELS|all [MEASURE.json | rev]
-OUT.json is resumed (cases in it are skipped); without MEASURE.json every development file (rev: newest first)."""
+OUT.json is resumed (cases in it are skipped); without MEASURE.json every development file (rev: newest first).
+Judge a freeze from a worktree of it (OCC_ROOT): from session 39 on, rank has H's term (h) itself, so on a newer
+checkout A already holds it (and G / H only re-set it)."""
 import os, sys, json, time, dataclasses
 _root = os.environ.get('OCC_ROOT', os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, _root); sys.path.insert(0, _root + '/scripts')
