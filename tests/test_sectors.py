@@ -354,18 +354,18 @@ def test_a_kernel_without_a_loop_counts_its_body_as_one_iteration():
 
 
 def test_the_l1_looks_up_each_warp_instructions_lines():
-    """load_requests: each warp instruction's distinct 128-byte lines, summed (rank's term (h)). tile_sum's
-    loads compile to one element a lane, 32 lanes along a row, 2 x 2 warps (strides not specialized: no
-    vectors). Row-major 32 x 64 fp16: an instruction reads half a 128-byte row, so each of the 32 lines is
-    looked up twice. Its transpose (2 elements of each of 64 rows 8 KB apart): every lane is on a line of its
-    own, 32 a warp instruction, and the 4 instructions (2 m x 2 halves of n) look up 128 lines -- 64
-    distinct, each twice."""
-    whole = _traffic(tile_sum, TILE_SIG, {"BLOCK_M": 32, "BLOCK_N": 64},
+    """load_requests: each warp instruction's distinct 128-byte lines, summed (rank's term (h)). With the
+    unit stride specialized (i32:1) both Tritons compile tile_sum's loads to one element a lane on 2 x 2
+    warps. Row-major 32 x 64 fp16, 32 lanes along a row: an instruction reads half a 128-byte row, so each
+    of the 32 lines is looked up twice. Its transpose (2 elements of each of 64 rows 8 KB apart), lanes
+    paired down the 2 contiguous elements: an instruction meets 16 lines, each once -- 64 lookups, the 64
+    lines."""
+    whole = _traffic(tile_sum, dict(TILE_SIG, stride_n="i32:1"), {"BLOCK_M": 32, "BLOCK_N": 64},
                      {"M": 4096, "N": 4096, "stride_m": 4096, "stride_n": 1}, (128,))
     assert whole.load_lines == 32 and whole.load_requests == 64
-    narrow = _traffic(tile_sum, TILE_SIG, {"BLOCK_M": 2, "BLOCK_N": 64},
+    narrow = _traffic(tile_sum, dict(TILE_SIG, stride_m="i32:1"), {"BLOCK_M": 2, "BLOCK_N": 64},
                       {"M": 4096, "N": 4096, "stride_m": 1, "stride_n": 4096}, (2048,))
-    assert narrow.load_lines == 64 and narrow.load_requests == 128
+    assert narrow.load_lines == 64 and narrow.load_requests == 64
 
 
 def test_a_trip_of_several_declared_iterations_shares_its_lookups_and_median_8_rows_look_up_8_lines():
@@ -375,7 +375,8 @@ def test_a_trip_of_several_declared_iterations_shares_its_lookups_and_median_8_r
     clamped taps' byte loads run a warp's lanes down 8 rows (threadsPerWarp [8, 4]), 8 lines each of its 32
     instructions a tap, 9 taps: 2,304 lookups a full CTA, and its store 8 (a row a warp instruction); a tap
     shifted by a column now and then straddles two lines. The same 1,024 pixels as 2 x 128 tiles look up
-    3.75x fewer (their taps shifted a column straddle lines more often per pixel)."""
+    3.75x fewer (their taps shifted a column straddle lines more often per pixel). Triton 3.9 lays the same
+    loads along the rows (threadsPerWarp [2, 16] or [1, 32]), and the 8-row tile is no longer the costly one."""
     from occmodel.evidence import gather
     from occmodel.rank import declared_share, loop_traffic
     from occmodel.source import load_source
@@ -399,5 +400,8 @@ def test_a_trip_of_several_declared_iterations_shares_its_lookups_and_median_8_r
     evs = gather(kernel, load_spec("sm_90"), [tall, flat], compile=True, progress=False)
     q_tall = loop_traffic(kernel, tall, mod.POINTS[0], evs[0], evs[0].pipeline)[1]
     q_flat = loop_traffic(kernel, flat, mod.POINTS[0], evs[1], evs[1].pipeline)[1]
-    assert 2304 + 8 <= q_tall <= 1.02 * (2304 + 8)
-    assert 3.5 * (q_flat * 4) < q_tall < 4 * (q_flat * 4)           # 4 tiles of 2 x 128 a CTA
+    if "threadsPerWarp = [8, 4]" in evs[0].result.ttgir:             # triton 3.6.0's layout (round 35's timing)
+        assert 2304 + 8 <= q_tall <= 1.02 * (2304 + 8)
+        assert 3.5 * (q_flat * 4) < q_tall < 4 * (q_flat * 4)       # 4 tiles of 2 x 128 a CTA
+    else:                        # triton 3.9 runs the lanes along the rows: 8 rows cost no more than 4 x 2 rows
+        assert q_tall <= q_flat * 4
