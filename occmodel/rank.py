@@ -571,8 +571,9 @@ def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any
         streamed = 0 if rep is not None and rep.main is not None and any(ld.pipelined for ld in rep.main.loads) else tile
         rounds = far_rounds(load_waits, batches * hoist + gathers, streamed, plain)
     strips = operand_strips(kernel, cfg, point, ev, rep, its)
-    counted = loop_traffic(kernel, cfg, point, ev, rep)
-    counted = (counted[0], counted[1] * declared_share(kernel, cfg, point, ev, rep, its) if counted[1] else 0.0)
+    waste, lookups = loop_traffic(kernel, cfg, point, ev, rep)
+    if lookups:
+        lookups *= declared_share(kernel, cfg, point, ev, rep, its)
     return Resources(blocks, threads, tile, ahead, int(ev.spills or 0), source,
                      reads, flops, u, issue, barriers, exchange, batches,
                      max(1, passes.count) if passes else 1, passes.first_bytes if passes else 0,
@@ -581,7 +582,7 @@ def resources(kernel: KernelCard, cfg: Config, point: Mapping[str, Any], ev: Any
                                 strips.distinct_bytes() if strips is not None else None),
                      atomic_requests(kernel, cfg, point, ev), waits, chain, 0.0 if ahead else gathers,
                      0.0 if ahead else rounds, bound_waits=bound_waits(getattr(ev, "result", None), rep, nest[1]),
-                     spill_loop=spill, spill_once=spill_once, waste_bytes=counted[0], l1_lookups=counted[1],
+                     spill_loop=spill, spill_once=spill_once, waste_bytes=waste, l1_lookups=lookups,
                      store_lines=stored_lines(kernel, cfg, point, ev, rep),
                      atomic_targets=atomic_targets(kernel, cfg, point, ev, rep))
 
