@@ -242,8 +242,9 @@ SIBLING_LOOPS = True
 # 3 x 3 point whatever BLOCK_X, ROWS and warps (2- and 4-row tiles 406-590 us), 1.7-1.9 ms at both 5 x 5 points:
 # its clamped column taps leave Triton no contiguity to read, so the loads' layout runs a warp's lanes down the
 # columns first (threadsPerWarp [8, 4], order [0, 1]) and each byte load of an 8-row tile touches 8 lines. One
-# line a cycle per SM gives 939 us for its 8 x 128 tile on 8 warps (2,239 lookups a CTA, 97,200 CTAs, 132 SMs),
-# measured 923-944 us. The L1TEX unit splits a warp's request into wavefronts, one a cycle, when its lines do
+# line a cycle per SM gives 866 us for its 8 x 128 tile on 8 warps (2,330 lookups a CTA, 97,200 CTAs, 132 SMs at
+# the calibration's 1.98 GHz), measured 923-944 us; 1.74 and 1.59 ms at the 5 x 5 points (H100 80GB HBM3, triton
+# 3.6.0, torch 2.11.0+cu130: reports/GPU_NOTES.md 46). The L1TEX unit splits a warp's request into wavefronts, one a cycle, when its lines do
 # not fit one (NVIDIA's description of the L1TEX pipeline, forums.developer.nvidia.com/t/165293).
 L1_LOOKUPS = True
 # Cycles between one warp's instructions at best, on average (term (f)): dependent arithmetic waits ~4
